@@ -1,0 +1,131 @@
+"""Content-hashed, cached builds: the same source and commands never build twice.
+
+A build lives in `.leaklab/build/<slug>/<key>/` with `src/` (the materialised tree),
+`out/` (what the build commands write) and `build.log`. The key hashes every source
+file and the build commands, so a learner's edit gives a new key and an unchanged
+variant reuses its binaries (a warm demo skips the compile entirely).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from leaklab.errors import LeakLabError
+from leaklab.paths import work_dir
+from leaklab.spec import Command, Lab
+from leaklab.variants import IGNORED_NAMES, materialise
+
+DONE_MARKER = ".built"
+
+
+@dataclass(frozen=True)
+class Built:
+    """A finished build: where its source and outputs are, and whether it was cached."""
+
+    key: str
+    src: Path
+    out: Path
+    cached: bool
+
+
+def tree_hash(tree: Path, extra: Iterable[str] = ()) -> str:
+    """sha256 over every file's relative path and bytes, plus `extra` strings."""
+    digest = hashlib.sha256()
+    for item in extra:
+        digest.update(item.encode() + b"\0")
+    for path in sorted(p for p in tree.rglob("*") if p.is_file()):
+        rel = path.relative_to(tree)
+        if IGNORED_NAMES.intersection(rel.parts):
+            continue
+        digest.update(rel.as_posix().encode() + b"\0")
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def build_variant(lab: Lab, variant: str, log: Callable[[str], None] = print) -> Built:
+    """Materialise and build one variant of the lab's service (cached by content)."""
+    with tempfile.TemporaryDirectory(dir=_build_root(lab)) as tmp:
+        src = Path(tmp) / "src"
+        materialise(lab, variant, src)
+        return _build_tree(lab, src, lab.build.commands, f"{lab.slug} {variant}", log)
+
+
+def build_load(lab: Lab, log: Callable[[str], None] = print) -> Built:
+    """Build the lab's load program from `labs/NN/load` (not a variant: it never changes)."""
+    load_dir = lab.lab_dir / "load"
+    with tempfile.TemporaryDirectory(dir=_build_root(lab)) as tmp:
+        src = Path(tmp) / "src"
+        if load_dir.is_dir():
+            shutil.copytree(load_dir, src, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+        else:
+            src.mkdir()
+        return _build_tree(lab, src, lab.load.build, f"{lab.slug} load", log)
+
+
+def run_commands(
+    commands: Iterable[Command], cwd: Path, values: dict[str, str], log_file: Path
+) -> None:
+    """Run argv commands one after another, appending their output to `log_file`."""
+    with log_file.open("a") as sink:
+        for cmd in commands:
+            argv = cmd.render(values)
+            sink.write(f"$ {' '.join(argv)}\n")
+            sink.flush()
+            try:
+                result = subprocess.run(
+                    argv,
+                    cwd=cwd,
+                    env={**os.environ, **{k: v for k, v in cmd.env.items()}},
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    check=False,
+                )
+            except FileNotFoundError:
+                raise LeakLabError(
+                    f"{argv[0]} is not installed", "run scripts/setup, then leaklab doctor"
+                ) from None
+            if result.returncode != 0:
+                raise LeakLabError(
+                    f"`{' '.join(argv)}` failed (exit {result.returncode}); "
+                    f"last lines of {log_file}:\n{tail(log_file)}",
+                    "fix the error above, then run again",
+                )
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def _build_root(lab: Lab) -> Path:
+    root = work_dir(lab.root) / "build" / lab.slug
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _build_tree(
+    lab: Lab, src: Path, commands: tuple[Command, ...], what: str, log: Callable[[str], None]
+) -> Built:
+    key = tree_hash(src, [repr(c) for c in commands])
+    home = _build_root(lab) / key
+    out = home / "out"
+    if (home / DONE_MARKER).exists():
+        log(f"{what}: cached build {key}")
+        return Built(key, home / "src", out, cached=True)
+    if home.exists():
+        shutil.rmtree(home)  # an earlier build of this key failed or was interrupted
+    home.mkdir()
+    src.rename(home / "src")
+    out.mkdir()
+    log(f"{what}: building {key} (log: {home / 'build.log'})")
+    run_commands(
+        commands, home / "src", {"out": str(out), "src": str(home / "src")}, home / "build.log"
+    )
+    (home / DONE_MARKER).touch()
+    return Built(key, home / "src", out, cached=False)

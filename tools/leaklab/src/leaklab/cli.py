@@ -1,0 +1,250 @@
+"""The `leaklab` command: parses arguments, calls the library, prints. Nothing else."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, ParamSpec
+
+import typer
+from rich.console import Console
+
+from leaklab import dataset, report
+from leaklab.build import build_variant, run_commands
+from leaklab.doctor import run_checks
+from leaklab.errors import LeakLabError
+from leaklab.paths import repo_root, work_dir
+from leaklab.procs import interrupts_as_keyboard_interrupt
+from leaklab.runner import RunOptions, run
+from leaklab.spec import Lab, lab_slugs, load_lab
+
+P = ParamSpec("P")
+
+app = typer.Typer(
+    help="Leak Lab: build, run, measure and compare the course's leaking services.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+LabArg = Annotated[str, typer.Argument(help="lab number or folder, e.g. 01 or 01-go-bulk-abort")]
+VariantOpt = Annotated[
+    str, typer.Option("--variant", "-v", help="broken, stage-K, fixed, or mine (your edits)")
+]
+DurationOpt = Annotated[
+    float | None, typer.Option(help="seconds of load (default: the lab's)", min=1, max=600)
+]
+RateOpt = Annotated[float | None, typer.Option(help="requests per second (default: the lab's)")]
+ParamOpt = Annotated[
+    list[str] | None, typer.Option("--param", "-p", help="another load parameter, KEY=VALUE")
+]
+
+
+def interruptible(func: Callable[P, None]) -> Callable[P, None]:
+    """Ctrl-C (or SIGTERM) inside a command: the cleanup has run; say so and exit 130."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            func(*args, **kwargs)
+        except KeyboardInterrupt:
+            err.print("interrupted: every process stopped, nothing written")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def _params(duration: float | None, rate: float | None, extra: list[str] | None) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for item in extra or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise LeakLabError(f"--param {item!r} is not KEY=VALUE", "e.g. --param timeout=300ms")
+        params[key] = value
+    if duration is not None:
+        params["duration"] = f"{duration:g}"
+    if rate is not None:
+        params["rate"] = f"{rate:g}"
+    return params
+
+
+def _order(lab: Lab, variant: str) -> int:
+    variants = [*lab.variants, "mine"]
+    return variants.index(variant) if variant in variants else 99
+
+
+def _run_and_print(lab: Lab, opts: RunOptions) -> dataset.Dataset:
+    result = run(lab, opts, log=lambda line: err.print(line, highlight=False))
+    summary = report.summarise(lab, result.data)
+    out.print(report.table(lab, [summary]))
+    out.print(f"dataset: {result.csv} (+ .json)")
+    return result.data
+
+
+@app.command("list")
+def list_labs(
+    variants: Annotated[
+        str | None, typer.Option("--variants", help="print only this lab's variants")
+    ] = None,
+) -> None:
+    """The labs, their variants and what each teaches."""
+    if variants is not None:
+        for name in load_lab(variants).variants:
+            print(name)
+        return
+    for slug in lab_slugs():
+        lab = load_lab(slug)
+        out.print(f"[bold]{lab.slug}[/bold] ({lab.runtime}) {lab.title}")
+        out.print(f"    variants: {', '.join(lab.variants)}, mine")
+
+
+@app.command()
+@interruptible
+def build(lab: LabArg, variant: VariantOpt = "broken") -> None:
+    """Build one variant (cached by content) and print where its files are."""
+    spec = load_lab(lab)
+    built = build_variant(spec, variant, log=lambda s: err.print(s, highlight=False))
+    out.print(str(built.out))
+
+
+@app.command()
+@interruptible
+def test(lab: LabArg, variant: VariantOpt = "broken") -> None:
+    """Run the lab's own unit tests against a variant's source tree."""
+    spec = load_lab(lab)
+    built = build_variant(spec, variant, log=lambda s: err.print(s, highlight=False))
+    log = built.src.parent / f"test-{variant}.log"
+    log.unlink(missing_ok=True)
+    run_commands(spec.build.test, built.src, {"out": str(built.out), "src": str(built.src)}, log)
+    out.print(f"{spec.slug} {variant}: unit tests pass (log: {log})")
+
+
+@app.command("run")
+@interruptible
+def run_cmd(
+    lab: LabArg,
+    variant: VariantOpt = "broken",
+    duration: DurationOpt = None,
+    rate: RateOpt = None,
+    param: ParamOpt = None,
+    port: Annotated[int | None, typer.Option(help="fixed port (default: a free one)")] = None,
+    idle: Annotated[float | None, typer.Option(help="seconds to idle after the load")] = None,
+) -> None:
+    """Run one variant under the lab's load and print its summary."""
+    spec = load_lab(lab)
+    _run_and_print(
+        spec,
+        RunOptions(
+            variant, _params(duration, rate, param), port, idle, order=_order(spec, variant)
+        ),
+    )
+
+
+@app.command()
+@interruptible
+def capture(
+    lab: LabArg,
+    variant: VariantOpt = "broken",
+    duration: DurationOpt = None,
+    rate: RateOpt = None,
+    param: ParamOpt = None,
+) -> None:
+    """A run whose dataset lands in datasets/<lab>/ (for the notebooks and READMEs)."""
+    spec = load_lab(lab)
+    dest = spec.root / "datasets" / spec.slug
+    _run_and_print(
+        spec,
+        RunOptions(variant, _params(duration, rate, param), dest=dest, order=_order(spec, variant)),
+    )
+
+
+@app.command()
+def compare(
+    lab: LabArg,
+    source: Annotated[
+        str, typer.Option("--from", help="runs (your latest runs) or datasets (captured)")
+    ] = "runs",
+    png: Annotated[Path | None, typer.Option(help="where to write the plot")] = None,
+) -> None:
+    """Put runs side by side: the summary table, the separation, and a PNG over time."""
+    spec = load_lab(lab)
+    folders = {
+        "runs": work_dir(spec.root) / "runs" / spec.slug,
+        "datasets": spec.root / "datasets" / spec.slug,
+    }
+    if source not in folders:
+        raise LeakLabError(f"--from {source!r} is unknown", "use --from runs or --from datasets")
+    runs = dataset.read_folder(folders[source]) if folders[source].is_dir() else []
+    if not runs:
+        raise LeakLabError(
+            f"no runs in {folders[source]}",
+            f"run `leaklab run {spec.number} --variant broken` first, or use --from datasets",
+        )
+    summaries = [report.summarise(spec, ds) for ds in runs]
+    out.print(report.table(spec, summaries))
+    if line := report.separation(spec, summaries):
+        out.print(line)
+    target = png or work_dir(spec.root) / "reports" / f"{spec.slug}-{source}.png"
+    out.print(f"plot: {report.plot(spec, runs, target)}")
+
+
+@app.command()
+@interruptible
+def demo(
+    lab: Annotated[str, typer.Argument(help="lab to demonstrate")] = "01",
+    duration: DurationOpt = None,
+) -> None:
+    """The main job: build broken and fixed, run both under the same load, compare."""
+    spec = load_lab(lab)
+    params = _params(duration, None, None)
+    for variant in ("broken", "fixed"):
+        err.rule(f"{spec.slug}: {variant}")
+        run(
+            spec,
+            RunOptions(variant, params, order=_order(spec, variant)),
+            log=lambda s: err.print(s, highlight=False),
+        )
+    err.rule("compare")
+    compare(spec.slug, "runs", None)
+    out.print(
+        f"next: open the lab's README (labs/{spec.slug}/README.md), then the notebook "
+        f"(notebooks/{spec.slug}.ipynb)"
+    )
+
+
+@app.command()
+def doctor(
+    as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
+) -> None:
+    """Check toolchains, ports, memory and disk; say how to fix what is missing."""
+    checks = run_checks(repo_root())
+    if as_json:
+        out.print_json(json.dumps([c.__dict__ for c in checks]))
+    else:
+        for c in checks:
+            mark = (
+                "[green]ok[/green]"
+                if c.ok
+                else ("[red]FAIL[/red]" if c.required else "[yellow]optional[/yellow]")
+            )
+            fix = "" if c.ok else f"  -> {c.fix}"
+            out.print(f"{mark:>22}  {c.name:<9} {c.detail}{fix}")
+    if any(c.required and not c.ok for c in checks):
+        raise typer.Exit(1)
+
+
+def main() -> None:
+    """Entry point: one clear line for user errors, exit 130 on Ctrl-C, nothing half-written."""
+    try:
+        with interrupts_as_keyboard_interrupt():
+            app()
+    except LeakLabError as exc:
+        err.print(f"[red]error:[/red] {exc.what}", highlight=False)
+        if exc.fix:
+            err.print(f"[yellow]fix:[/yellow] {exc.fix}", highlight=False)
+        sys.exit(2)

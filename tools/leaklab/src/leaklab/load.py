@@ -1,0 +1,89 @@
+"""The load side of a run: start the lab's load program and read its progress lines.
+
+The contract with a load program (any language) is small: it is bounded by its own
+flags (rate, count, duration) and stops by itself; every second it prints one JSON
+object with cumulative counters (`{"t_s": 3.0, "sent": 1200, "ok": 900, ...}`); at the
+end it prints one with `"done": true`. The harness records every numeric counter as a
+series `load_<name>` and enforces a hard deadline in case the program does not stop.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leaklab.procs import ProcessGroup
+from leaklab.samplers import Recorder
+
+
+@dataclass
+class LoadResult:
+    """What the load program reported, and how it ended."""
+
+    final: dict[str, Any] = field(default_factory=dict)
+    last: dict[str, Any] = field(default_factory=dict)
+    exit_code: int | None = None
+    timed_out: bool = False
+    wall_s: float = 0.0
+
+
+class LoadProgram:
+    """A running load program whose stdout progress lines feed a recorder."""
+
+    def __init__(self, group: ProcessGroup, recorder: Recorder) -> None:
+        self.group = group
+        self.recorder = recorder
+        self.result = LoadResult()
+        self._child: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+        self._started = 0.0
+
+    @property
+    def pid(self) -> int | None:
+        return self._child.pid if self._child and self._child.poll() is None else None
+
+    def start(self, argv: list[str], cwd: Path, log: Path) -> None:
+        self._started = time.monotonic()
+        self._child = self.group.start(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=log.open("ab"))
+        self._reader = threading.Thread(target=self._read, name="load-reader", daemon=True)
+        self._reader.start()
+
+    def running(self) -> bool:
+        return self._child is not None and self._child.poll() is None
+
+    def finish(self, deadline: float) -> LoadResult:
+        """Wait for the program to stop by itself, or stop it at `deadline` (monotonic)."""
+        assert self._child is not None
+        try:
+            self._child.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.result.timed_out = True
+            self.group.stop(self._child)
+        if self._reader:
+            self._reader.join(timeout=5)
+        self.result.exit_code = self._child.returncode
+        self.result.wall_s = time.monotonic() - self._started
+        return self.result
+
+    def _read(self) -> None:
+        assert self._child is not None and self._child.stdout is not None
+        for raw in self._child.stdout:
+            try:
+                doc = json.loads(raw)
+            except ValueError:
+                continue  # not a progress line; the program may print other things
+            if not isinstance(doc, dict):
+                continue
+            now = time.monotonic()
+            for key, value in doc.items():
+                if key != "t_s" and isinstance(value, int | float) and not isinstance(value, bool):
+                    self.recorder.add(f"load_{key}", float(value), at=now)
+            if doc.get("done"):
+                self.result.final = doc
+            else:
+                self.result.last = doc

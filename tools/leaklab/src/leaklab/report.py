@@ -1,0 +1,117 @@
+"""Tables and plots for one run or several side by side (`leaklab compare`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+import matplotlib.pyplot as plt
+from rich.table import Table
+
+from leaklab.analysis import Fit, load_seconds, ratio, scale, series_fit, unit_per_min, verdict
+from leaklab.dataset import Dataset
+from leaklab.spec import Lab
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The figures a learner compares: slopes, peaks, throughput, errors, verdict."""
+
+    name: str
+    variant: str
+    fits: dict[str, Fit | None]
+    peak_rss_mb: float
+    throughput: float
+    sent: int
+    aborted: int
+    errors: int
+    verdict: str
+
+
+def summarise(lab: Lab, ds: Dataset) -> RunSummary:
+    fits = {s: series_fit(ds, s, lab.analysis.warmup_s) for s in lab.analysis.series}
+    final = ds.meta.get("load_result", {})
+    load_s = load_seconds(ds)
+    ok = float(final.get("ok", final.get("acked", 0)))
+    rss = ds.series("rss_bytes")["value"]
+    return RunSummary(
+        name=ds.name,
+        variant=ds.variant,
+        fits=fits,
+        peak_rss_mb=float(rss.max()) / 1e6 if len(rss) else float("nan"),
+        throughput=ok / load_s if load_s > 0 else float("nan"),
+        sent=int(final.get("sent", 0)),
+        aborted=int(final.get("aborted", 0)),
+        errors=int(final.get("errors", 0)),
+        verdict=verdict(
+            fits[lab.analysis.verdict_series], lab.analysis.grows_above, lab.analysis.flat_below
+        ),
+    )
+
+
+def table(lab: Lab, summaries: list[RunSummary]) -> Table:
+    out = Table(title=f"{lab.slug}: slope over the steady window, 95% CI (HAC)")
+    out.add_column("run")
+    for s in lab.analysis.series:
+        out.add_column(f"{s}\n{unit_per_min(s)}", justify="right")
+    for name in ("peak RSS\nMB", "ok/s", "sent", "client\naborts", "errors", "verdict"):
+        out.add_column(name, justify="right")
+    for run in summaries:
+        out.add_row(
+            run.name,
+            *(str(run.fits[s]) if run.fits[s] else "n/a" for s in lab.analysis.series),
+            f"{run.peak_rss_mb:.0f}",
+            f"{run.throughput:.0f}",
+            str(run.sent),
+            str(run.aborted),
+            str(run.errors),
+            run.verdict,
+        )
+    return out
+
+
+def separation(lab: Lab, summaries: list[RunSummary]) -> str | None:
+    """The budget check: how far apart the broken and fixed slopes are."""
+    by_variant = {s.variant: s for s in summaries}
+    broken, fixed = by_variant.get("broken"), by_variant.get("fixed")
+    name = lab.analysis.verdict_series
+    if not broken or not fixed or not broken.fits[name] or not fixed.fits[name]:
+        return None
+    b, f = broken.fits[name], fixed.fits[name]
+    assert b is not None and f is not None
+    apart = "do not overlap" if not b.overlaps(f) else "OVERLAP"
+    return (
+        f"{name}: broken {b.slope:.3g} vs fixed {f.slope:.3g} {unit_per_min(name)}; "
+        f"ratio {ratio(b, f):.0f}x (fixed floored at its CI half-width); CIs {apart}"
+    )
+
+
+def plot(lab: Lab, runs: list[Dataset], path: Path, series: tuple[str, ...] | None = None) -> Path:
+    """One panel per series, one line per run, warm-up shaded, load end marked."""
+    series = series or lab.analysis.series
+    fig, axes = plt.subplots(
+        len(series), 1, figsize=(9, 2.8 * len(series)), sharex=True, squeeze=False
+    )
+    for ax, name in zip(axes[:, 0], series, strict=True):
+        factor, unit = scale(name)
+        for ds in runs:
+            data = ds.series(name)
+            ax.plot(data["t_s"], data["value"] / factor, label=ds.name, linewidth=1.4)
+        ax.set_title(name)
+        ax.set_ylabel(unit or "count")
+        ax.axvspan(0, lab.analysis.warmup_s, color="grey", alpha=0.12, linewidth=0)
+        ax.grid(alpha=0.3)
+    load_s = max((load_seconds(ds) for ds in runs), default=0.0)
+    for ax in axes[:, 0]:
+        ax.axvline(load_s, color="black", linestyle=":", linewidth=1)
+    axes[0, 0].legend(loc="upper left", fontsize="small")
+    axes[-1, 0].set_xlabel("seconds since load start (grey: warm-up, dotted: load end)")
+    fig.suptitle(f"{lab.slug}: {lab.title}", fontsize="medium")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

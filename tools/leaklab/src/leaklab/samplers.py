@@ -1,0 +1,150 @@
+"""Samplers: RSS from psutil, plus the runtime's own series, into one recorder.
+
+Each sampler is a daemon thread that appends `(monotonic time, series, value)` rows.
+The kinds are generic on purpose: `http_json` polls a JSON endpoint (Go's expvar,
+an actuator, a BEAM poller over HTTP) and `jsonl_file` tails a file of JSON lines
+that a service writes (a Rust stats_alloc thread, a BEAM poller). A lab names the
+fields it wants in lab.toml; nothing here knows about any one runtime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+Row = tuple[float, str, float]
+
+
+@dataclass
+class Recorder:
+    """Thread-safe store of samples, with the latest value of each series for display."""
+
+    rows: list[Row] = field(default_factory=list)
+    latest: dict[str, float] = field(default_factory=dict)
+    peak: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, series: str, value: float, at: float | None = None) -> None:
+        now = time.monotonic() if at is None else at
+        with self._lock:
+            self.rows.append((now, series, value))
+            self.latest[series] = value
+            self.peak[series] = max(value, self.peak.get(series, value))
+
+    def snapshot(self) -> list[Row]:
+        with self._lock:
+            return list(self.rows)
+
+
+class Sampler(threading.Thread):
+    """A periodic poll on a fixed schedule (no drift), stopped by `stop()`."""
+
+    def __init__(self, name: str, interval_s: float, poll: Callable[[], None]) -> None:
+        super().__init__(name=f"sampler-{name}", daemon=True)
+        self.interval_s = interval_s
+        self.poll = poll
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        next_at = time.monotonic()
+        while not self._stop_event.is_set():
+            self.poll()
+            next_at += self.interval_s
+            self._stop_event.wait(max(0.0, next_at - time.monotonic()))
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=5)
+
+
+def tree_rss(pid: int) -> float | None:
+    """RSS of a process and all its descendants, in bytes (None once it is gone)."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return None
+    total = 0
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+            total += proc.memory_info().rss
+    return float(total)
+
+
+def rss_poll(
+    recorder: Recorder, series: str, pid_of: Callable[[], int | None]
+) -> Callable[[], None]:
+    def poll() -> None:
+        pid = pid_of()
+        if pid is not None and (rss := tree_rss(pid)) is not None:
+            recorder.add(series, rss)
+
+    return poll
+
+
+def lookup(doc: Any, dotted: str) -> float | None:
+    """`memstats.HeapInuse` -> doc["memstats"]["HeapInuse"], as a float if it is a number."""
+    value = doc
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def http_json_poll(recorder: Recorder, url: str, series: dict[str, str]) -> Callable[[], None]:
+    def poll() -> None:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as resp:
+                doc = json.load(resp)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            recorder.errors[url] = str(exc)  # the service may be busy or gone; keep sampling
+            return
+        for name, path in series.items():
+            if (value := lookup(doc, path)) is not None:
+                recorder.add(name, value)
+
+    return poll
+
+
+class JsonlTail:
+    """Reads the lines appended since the last poll; a partial last line waits for the next."""
+
+    def __init__(self, recorder: Recorder, path: Path, series: dict[str, str]) -> None:
+        self.recorder = recorder
+        self.path = path
+        self.series = series
+        self.offset = 0
+        self.partial = b""
+
+    def __call__(self) -> None:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return  # the service has not written its first line yet
+        self.offset += len(chunk)
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        now = time.monotonic()
+        for line in lines:
+            try:
+                doc = json.loads(line)
+            except ValueError:
+                continue
+            for name, field_name in self.series.items():
+                if (value := lookup(doc, field_name)) is not None:
+                    self.recorder.add(name, value, at=now)

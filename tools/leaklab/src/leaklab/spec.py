@@ -1,0 +1,355 @@
+"""`lab.toml`: the single description of a lab, parsed and validated with clear errors.
+
+Everything runtime-specific (how to build a Go binary, which JSON field is the heap)
+lives in the lab's `lab.toml`; the harness core only knows argv lists, placeholders
+and a few generic sampler kinds.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leaklab.errors import LeakLabError
+from leaklab.paths import repo_root
+
+SAMPLER_KINDS = ("http_json", "jsonl_file")
+PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class Command:
+    """An argv with `{placeholders}`, run in a given directory with extra environment."""
+
+    argv: tuple[str, ...]
+    env: dict[str, str] = field(default_factory=dict)
+
+    def render(self, values: dict[str, str]) -> list[str]:
+        return [fill(arg, values) for arg in self.argv]
+
+
+@dataclass(frozen=True)
+class Build:
+    """How to turn a variant's source tree into runnable files in `{out}`."""
+
+    commands: tuple[Command, ...]
+    test: tuple[Command, ...]
+
+
+@dataclass(frozen=True)
+class Service:
+    """The measured process: how to start it and how to know it is ready."""
+
+    command: Command
+    ready_http: str | None
+    ready_timeout_s: float
+
+
+@dataclass(frozen=True)
+class Load:
+    """The lab's bounded load program, built once from `labs/NN/load`."""
+
+    build: tuple[Command, ...]
+    command: Command
+    params: dict[str, str]
+    grace_s: float
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """A runtime's own series: polled over HTTP (`http_json`) or tailed from a file."""
+
+    kind: str
+    series: dict[str, str]
+    interval_s: float
+    path: str | None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An artefact taken when the load ends: an HTTP resource or a command's output."""
+
+    name: str
+    http: str | None
+    command: Command | None
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Which window and series the summary fits, and the written-down verdict rule."""
+
+    warmup_s: float
+    series: tuple[str, ...]
+    verdict_series: str
+    grows_above: float
+    flat_below: float
+
+
+@dataclass(frozen=True)
+class Bench:
+    """The per-operation view: a benchmark command and how to compare two outputs."""
+
+    command: Command
+    compare: Command | None
+
+
+@dataclass(frozen=True)
+class Lab:
+    """One lab, as its `lab.toml` describes it."""
+
+    number: str
+    slug: str
+    title: str
+    runtime: str
+    seed: str
+    story: str
+    root: Path
+    patches: tuple[str, ...]
+    stage_names: tuple[str, ...]
+    build: Build
+    service: Service
+    load: Load
+    samplers: tuple[Sampler, ...]
+    snapshots: tuple[Snapshot, ...]
+    analysis: Analysis
+    sample_interval_s: float
+    pre_load_s: float
+    idle_s: float
+    versions: dict[str, tuple[str, ...]]
+    bench: Bench | None
+
+    @property
+    def lab_dir(self) -> Path:
+        return self.root / "labs" / self.slug
+
+    @property
+    def service_dir(self) -> Path:
+        return self.lab_dir / "service"
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.root / "solutions" / self.slug
+
+    @property
+    def variants(self) -> list[str]:
+        stages = [f"stage-{k}" for k in range(1, len(self.patches))]
+        return ["broken", *stages, "fixed"]
+
+
+def fill(template: str, values: dict[str, str]) -> str:
+    """Replace `{name}` placeholders; an unknown name is a lab.toml error, not a KeyError."""
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            known = ", ".join(sorted(values))
+            raise LeakLabError(
+                f"unknown placeholder {{{name}}} in {template!r}",
+                f"use one of: {known}",
+            )
+        return values[name]
+
+    return PLACEHOLDER.sub(one, template)
+
+
+class _Table:
+    """A TOML table read with the file name and key path in every error."""
+
+    def __init__(self, data: dict[str, Any], where: str, source: Path) -> None:
+        self.data = data
+        self.where = where
+        self.source = source
+
+    def _err(self, key: str, problem: str) -> LeakLabError:
+        return LeakLabError(
+            f"{self.source}: [{self.where}] {key} {problem}",
+            "see labs/README.md for the lab.toml schema",
+        )
+
+    def table(self, key: str, required: bool = True) -> _Table:
+        value = self.data.get(key)
+        if value is None and not required:
+            return _Table({}, f"{self.where}.{key}", self.source)
+        if not isinstance(value, dict):
+            raise self._err(key, "is missing or not a table")
+        return _Table(value, f"{self.where}.{key}", self.source)
+
+    def tables(self, key: str) -> list[_Table]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise self._err(key, "must be an array of tables ([[...]])")
+        return [_Table(v, f"{self.where}.{key}[{i}]", self.source) for i, v in enumerate(value)]
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.data.get(key, default)
+        if not isinstance(value, str) or not value:
+            raise self._err(key, "is missing or not a non-empty string")
+        return value
+
+    def opt_str(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self._err(key, "must be a string")
+        return value
+
+    def num(self, key: str, default: float) -> float:
+        value = self.data.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise self._err(key, "must be a non-negative number")
+        return float(value)
+
+    def strs(self, key: str, default: list[str] | None = None) -> tuple[str, ...]:
+        value = self.data.get(key, default)
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self._err(key, "must be a list of strings")
+        return tuple(value)
+
+    def str_map(self, key: str) -> dict[str, str]:
+        value = self.data.get(key, {})
+        if not isinstance(value, dict):
+            raise self._err(key, "must be a table of strings")
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            if isinstance(v, bool) or not isinstance(v, str | int | float):
+                raise self._err(f"{key}.{k}", "must be a string or a number")
+            out[k] = str(v)
+        return out
+
+    def command(self, key: str, env_key: str = "env") -> Command:
+        argv = self.strs(key)
+        if not argv:
+            raise self._err(key, "must not be empty")
+        return Command(argv, self.str_map(env_key))
+
+    def commands(self, key: str) -> tuple[Command, ...]:
+        value = self.data.get(key, [])
+        if not isinstance(value, list) or not all(
+            isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)
+            for argv in value
+        ):
+            raise self._err(key, 'must be a list of argv lists, e.g. [["go", "build"]]')
+        env = self.str_map("env")
+        return tuple(Command(tuple(argv), env) for argv in value)
+
+
+def load_lab(name: str, root: Path | None = None) -> Lab:
+    """Find a lab by number (`01`, `1`) or folder name, and parse its lab.toml."""
+    root = root or repo_root()
+    slug = resolve_slug(name, root)
+    return parse_lab(root / "labs" / slug / "lab.toml", root)
+
+
+def lab_slugs(root: Path | None = None) -> list[str]:
+    """Every lab folder that has a lab.toml, in course order."""
+    labs = (root or repo_root()) / "labs"
+    return sorted(p.parent.name for p in labs.glob("*/lab.toml"))
+
+
+def resolve_slug(name: str, root: Path) -> str:
+    slugs = lab_slugs(root)
+    if name in slugs:
+        return name
+    wanted = name.zfill(2) if name.isdigit() else name
+    matches = [s for s in slugs if s.split("-", 1)[0] == wanted]
+    if len(matches) == 1:
+        return matches[0]
+    raise LeakLabError(
+        f"unknown lab {name!r}",
+        f"choose one of: {', '.join(slugs) or '(no labs found under labs/)'}",
+    )
+
+
+def parse_lab(path: Path, root: Path) -> Lab:
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise LeakLabError(f"{path} does not exist", "run from a Leak Lab checkout") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LeakLabError(f"{path} is not valid TOML: {exc}", "fix the syntax") from None
+    top = _Table(raw, "", path)
+    lab = top.table("lab")
+    slug = lab.text("slug")
+    if slug != path.parent.name:
+        raise lab._err("slug", f"is {slug!r} but the folder is {path.parent.name!r}")
+
+    variants = top.table("variants", required=False)
+    patches = variants.strs("patches", [])
+    stage_names = variants.strs("stage_names", list(patches))
+    if len(stage_names) != len(patches):
+        raise variants._err("stage_names", "must name each patch once")
+
+    versions = lab.table("versions", required=False).data
+    build = top.table("build")
+    service = top.table("service")
+    ready = service.table("ready", required=False)
+    load = top.table("load")
+    analysis = top.table("analysis")
+    run = top.table("run", required=False)
+
+    samplers = []
+    for s in top.tables("samplers"):
+        kind = s.text("kind")
+        if kind not in SAMPLER_KINDS:
+            raise s._err("kind", f"is {kind!r}; expected one of {', '.join(SAMPLER_KINDS)}")
+        samplers.append(
+            Sampler(kind, s.str_map("series"), s.num("interval_s", 0.5), s.opt_str("path"))
+        )
+    snapshots = []
+    for s in top.tables("snapshots"):
+        http, cmd = s.opt_str("http"), s.data.get("command")
+        if (http is None) == (cmd is None):
+            raise s._err("http/command", "exactly one of the two must be given")
+        snapshots.append(Snapshot(s.text("name"), http, s.command("command") if cmd else None))
+
+    series = analysis.strs("series", ["rss_bytes"])
+    verdict_series = analysis.text("verdict_series", series[0])
+    if verdict_series not in series:
+        raise analysis._err("verdict_series", f"must be one of {list(series)}")
+
+    return Lab(
+        number=slug.split("-", 1)[0],
+        slug=slug,
+        title=lab.text("title"),
+        runtime=lab.text("runtime"),
+        seed=lab.text("seed"),
+        story=lab.text("story"),
+        root=root,
+        patches=patches,
+        stage_names=stage_names,
+        build=Build(build.commands("commands"), build.commands("test")),
+        service=Service(
+            service.command("command"),
+            ready.opt_str("http"),
+            ready.num("timeout_s", 30),
+        ),
+        load=Load(
+            load.commands("build"),
+            load.command("command"),
+            load.str_map("params"),
+            load.num("grace_s", 15),
+        ),
+        samplers=tuple(samplers),
+        snapshots=tuple(snapshots),
+        analysis=Analysis(
+            warmup_s=analysis.num("warmup_s", 10),
+            series=series,
+            verdict_series=verdict_series,
+            grows_above=analysis.num("grows_above", 1.0),
+            flat_below=analysis.num("flat_below", 1.0),
+        ),
+        sample_interval_s=run.num("sample_interval_s", 0.25),
+        pre_load_s=run.num("pre_load_s", 2),
+        idle_s=run.num("idle_s", 0),
+        versions={name: lab.table("versions").strs(name) for name in versions},
+        bench=_bench(top.table("bench", required=False)),
+    )
+
+
+def _bench(table: _Table) -> Bench | None:
+    if not table.data:
+        return None
+    compare = table.command("compare") if "compare" in table.data else None
+    return Bench(table.command("command"), compare)

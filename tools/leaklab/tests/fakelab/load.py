@@ -1,0 +1,24 @@
+"""Fake load: POSTs 100 KB bodies at a fixed rate, prints the progress protocol."""
+
+import json
+import sys
+import time
+import urllib.request
+
+url, rate, duration = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+if rate <= 0:
+    print("rate must be positive", file=sys.stderr)
+    sys.exit(2)
+sent = ok = 0
+start = time.monotonic()
+next_report = 1.0
+while (elapsed := time.monotonic() - start) < duration:
+    req = urllib.request.Request(url + "/ingest", data=b"x" * 100_000, method="POST")
+    with urllib.request.urlopen(req, timeout=2):
+        ok += 1
+    sent += 1
+    if elapsed >= next_report:
+        print(json.dumps({"t_s": elapsed, "sent": sent, "ok": ok, "errors": 0}), flush=True)
+        next_report += 1
+    time.sleep(max(0.0, sent / rate - (time.monotonic() - start)))
+print(json.dumps({"done": True, "t_s": duration, "sent": sent, "ok": ok, "errors": 0}))

@@ -1,0 +1,64 @@
+"""The course checks itself: every lab's patches apply, every stage builds and passes its
+unit tests, every notebook runs on the committed datasets, and (marked `leak`) broken
+grows while fixed does not, measured under the lab's standard load."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from leaklab import dataset, report
+from leaklab.analysis import ratio
+from leaklab.build import build_variant, run_commands
+from leaklab.notebooks import execute
+from leaklab.runner import RunOptions, run
+from leaklab.spec import lab_slugs, load_lab
+
+LABS = lab_slugs()
+VARIANTS = [(slug, v) for slug in LABS for v in load_lab(slug).variants]
+
+
+@pytest.mark.parametrize(("slug", "variant"), VARIANTS)
+def test_variant_builds_and_passes_its_unit_tests(slug: str, variant: str) -> None:
+    lab = load_lab(slug)
+    built = build_variant(lab, variant, log=lambda _: None)
+    log = built.src.parent / f"test-{variant}.log"
+    log.unlink(missing_ok=True)
+    run_commands(lab.build.test, built.src, {"src": str(built.src), "out": str(built.out)}, log)
+
+
+@pytest.mark.parametrize("slug", LABS)
+def test_captured_datasets_are_complete(slug: str) -> None:
+    lab = load_lab(slug)
+    runs = dataset.read_folder(lab.root / "datasets" / slug)
+    assert {d.variant for d in runs} >= {"broken", "fixed"}, "capture broken and fixed"
+    for ds in runs:
+        assert ds.meta["lab"] == slug and ds.meta["load_result"].get("done")
+        assert set(lab.analysis.series) <= set(ds.frame["series"]), ds.name
+        assert (lab.root / "datasets" / slug / f"{ds.name}.csv").stat().st_size < 1_000_000
+
+
+@pytest.mark.parametrize("slug", LABS)
+def test_notebook_runs_top_to_bottom(slug: str) -> None:
+    notebook = load_lab(slug).root / "notebooks" / f"{slug}.ipynb"
+    assert notebook.is_file(), f"{notebook} is missing"
+    execute(notebook, in_place=False)
+
+
+@pytest.mark.leak
+@pytest.mark.parametrize("slug", LABS)
+def test_broken_grows_and_fixed_does_not(slug: str, tmp_path: Path) -> None:
+    lab = load_lab(slug)
+    summaries = []
+    for order, variant in enumerate(("broken", "fixed")):
+        result = run(lab, RunOptions(variant, dest=tmp_path, order=order), log=print)
+        summaries.append(report.summarise(lab, result.data))
+    broken, fixed = summaries
+    name = lab.analysis.verdict_series
+    b, f = broken.fits[name], fixed.fits[name]
+    print(report.separation(lab, summaries))
+    assert broken.verdict == "grows", broken
+    assert fixed.verdict == "flat", fixed
+    assert b is not None and f is not None and not b.overlaps(f)
+    assert ratio(b, f) >= 10

@@ -1,0 +1,117 @@
+"""A whole run against the fake lab, and every way a run can fail: nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from leaklab import report
+from leaklab.errors import LeakLabError
+from leaklab.runner import RunOptions, run
+from leaklab.spec import load_lab
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+def datasets(root: Path) -> list[Path]:
+    folder = root / ".leaklab" / "runs" / "90-fake"
+    return sorted(folder.glob("*.csv")) + sorted(folder.glob("*.json"))
+
+
+def test_broken_grows_fixed_does_not(no_orphans: Path) -> None:
+    lab = load_lab("90", no_orphans)
+    broken = run(lab, RunOptions("broken", order=0), log=quiet)
+    fixed = run(lab, RunOptions("fixed", order=1), log=quiet)
+
+    b, f = report.summarise(lab, broken.data), report.summarise(lab, fixed.data)
+    assert b.verdict == "grows", b
+    assert f.verdict == "flat", f
+    series = set(broken.data.frame["series"])
+    assert {"rss_bytes", "held_bytes", "load_sent", "load_ok"} <= series
+    assert broken.data.series("rss_bytes")["t_s"].min() < 0  # the pre-load baseline
+    meta = broken.data.meta
+    assert meta["variant"] == "broken" and meta["load_result"]["done"] is True
+    assert meta["phases"]["load_s"] >= 3
+    assert meta["versions"]["python"].startswith("Python")
+    assert (broken.json.parent / "broken" / "stats.json").is_file()  # the snapshot
+    line = report.separation(lab, [b, f])
+    assert line is not None and "do not overlap" in line
+
+
+def test_service_that_crashes_at_start(no_orphans: Path) -> None:
+    lab = load_lab("90", no_orphans)
+    with pytest.raises(LeakLabError, match="exited with code 3 before it was ready"):
+        run(lab, RunOptions("broken", params={"mode": "crash"}), log=quiet)
+    assert datasets(no_orphans) == []
+
+
+def test_service_that_never_becomes_ready(no_orphans: Path) -> None:
+    toml = no_orphans / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(toml.read_text().replace("timeout_s = 5", "timeout_s = 1.5"))
+    lab = load_lab("90", no_orphans)
+    with pytest.raises(LeakLabError, match="not ready within 2 s"):
+        run(lab, RunOptions("broken", params={"mode": "never-ready"}), log=quiet)
+    assert datasets(no_orphans) == []
+
+
+def test_load_that_fails(no_orphans: Path) -> None:
+    lab = load_lab("90", no_orphans)
+    with pytest.raises(LeakLabError, match="the load program failed"):
+        run(lab, RunOptions("broken", params={"rate": "-1"}), log=quiet)
+    assert datasets(no_orphans) == []
+
+
+def test_port_in_use(no_orphans: Path) -> None:
+    lab = load_lab("90", no_orphans)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        with pytest.raises(LeakLabError, match=f"port {port} on 127.0.0.1 is in use"):
+            run(lab, RunOptions("broken", port=port), log=quiet)
+    assert datasets(no_orphans) == []
+
+
+def test_ctrl_c_stops_everything_and_writes_nothing(no_orphans: Path) -> None:
+    cmd = [sys.executable, "-m", "leaklab", "run", "90", "--duration", "30"]
+    proc = subprocess.Popen(
+        cmd,
+        env={**os.environ, "LEAKLAB_ROOT": str(no_orphans)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    output = []
+    deadline = time.monotonic() + 60
+    for line in proc.stdout:  # wait until the service is up and the load is running
+        output.append(line)
+        if "service ready" in line or time.monotonic() > deadline:
+            break
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, "".join(output) + rest
+    assert "nothing written" in rest
+    assert datasets(no_orphans) == []
+
+
+def test_unknown_lab_is_one_line_and_exit_2(fake_repo: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "leaklab", "run", "77"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LEAKLAB_ROOT": str(fake_repo)},
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "unknown lab '77'" in result.stderr and "Traceback" not in result.stderr

@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from leaklab.errors import LeakLabError
+from leaklab.spec import fill, lab_slugs, load_lab
+
+
+def test_loads_by_number_or_slug(fake_repo: Path) -> None:
+    by_number = load_lab("90", fake_repo)
+    by_slug = load_lab("90-fake", fake_repo)
+    assert by_number == by_slug
+    assert by_number.variants == ["broken", "fixed"]
+    assert by_number.samplers[0].series == {"held_bytes": "held.bytes"}
+    assert by_number.versions == {"python": ("python3", "--version")}
+
+
+def test_unknown_lab_names_the_choices(fake_repo: Path) -> None:
+    with pytest.raises(LeakLabError, match="unknown lab '42'") as info:
+        load_lab("42", fake_repo)
+    assert info.value.fix is not None and "90-fake" in info.value.fix
+
+
+def _rewrite(root: Path, old: str, new: str) -> None:
+    path = root / "labs" / "90-fake" / "lab.toml"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("[build]", "[build", "not valid TOML"),
+        ('kind = "http_json"', 'kind = "carrier-pigeon"', "expected one of"),
+        ('verdict_series = "held_bytes"', 'verdict_series = "nope"', "must be one of"),
+        ('slug = "90-fake"', 'slug = "91-other"', "but the folder is"),
+        ("interval_s = 0.2", "interval_s = -1", "non-negative number"),
+        ('name = "stats.json"\nhttp = "/stats"', 'name = "stats.json"', "exactly one of"),
+    ],
+)
+def test_broken_lab_toml_gives_one_clear_error(
+    fake_repo: Path, old: str, new: str, message: str
+) -> None:
+    _rewrite(fake_repo, old, new)
+    with pytest.raises(LeakLabError, match=message) as info:
+        load_lab("90", fake_repo)
+    assert "lab.toml" in str(info.value)
+
+
+def test_unknown_placeholder_is_a_clear_error() -> None:
+    assert fill("{port}/x", {"port": "80"}) == "80/x"
+    with pytest.raises(LeakLabError, match=r"unknown placeholder \{prot\}"):
+        fill("{prot}", {"port": "80"})
+
+
+def test_the_course_labs_parse() -> None:
+    slugs = lab_slugs()
+    assert slugs, "the repository has no labs"
+    for slug in slugs:
+        lab = load_lab(slug)
+        assert lab.slug == slug
+        for patch in lab.patches:
+            assert (lab.solution_dir / patch).is_file(), f"{slug}: missing {patch}"

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from leaklab.build import build_variant
+from leaklab.errors import LeakLabError
+from leaklab.spec import load_lab
+from leaklab.variants import materialise
+
+
+def test_broken_comes_from_head_not_the_working_tree(fake_repo: Path, tmp_path: Path) -> None:
+    lab = load_lab("90", fake_repo)
+    (lab.service_dir / "server.py").write_text("# a learner's edit\n")
+    materialise(lab, "broken", tmp_path / "broken")
+    materialise(lab, "mine", tmp_path / "mine")
+    assert "HELD.append(body)" in (tmp_path / "broken" / "server.py").read_text()
+    assert (tmp_path / "mine" / "server.py").read_text() == "# a learner's edit\n"
+    assert (lab.service_dir / "server.py").read_text() == "# a learner's edit\n"
+
+
+def test_fixed_applies_the_patch_series(fake_repo: Path, tmp_path: Path) -> None:
+    lab = load_lab("90", fake_repo)
+    materialise(lab, "fixed", tmp_path / "fixed")
+    text = (tmp_path / "fixed" / "server.py").read_text()
+    assert "HELD.append(body)" not in text and "nothing is kept" in text
+    assert "HELD.append(body)" in (lab.service_dir / "server.py").read_text()
+
+
+def test_unknown_variant(fake_repo: Path, tmp_path: Path) -> None:
+    lab = load_lab("90", fake_repo)
+    with pytest.raises(LeakLabError, match="unknown variant 'stage-7'"):
+        materialise(lab, "stage-7", tmp_path / "x")
+
+
+def test_patch_that_does_not_apply(fake_repo: Path, tmp_path: Path) -> None:
+    lab = load_lab("90", fake_repo)
+    patch = lab.solution_dir / "01-forget.patch"
+    patch.write_text(patch.read_text().replace("HELD.append(body)", "HELD.extend(body)"))
+    with pytest.raises(LeakLabError, match=r"01-forget\.patch does not apply"):
+        materialise(lab, "fixed", tmp_path / "fixed")
+
+
+def test_builds_are_cached_by_content(fake_repo: Path) -> None:
+    lab = load_lab("90", fake_repo)
+    first = build_variant(lab, "broken", log=lambda _: None)
+    again = build_variant(lab, "broken", log=lambda _: None)
+    fixed = build_variant(lab, "fixed", log=lambda _: None)
+    assert not first.cached and again.cached and again.key == first.key
+    assert fixed.key != first.key
+    assert (first.out / "server.py").is_file()
+
+
+def test_failing_build_shows_the_log(fake_repo: Path) -> None:
+    lab = load_lab("90", fake_repo)
+    (lab.service_dir / "server.py").unlink()
+    with pytest.raises(LeakLabError, match="failed") as info:
+        build_variant(lab, "mine", log=lambda _: None)
+    assert "server.py" in str(info.value)
