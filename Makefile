@@ -1,0 +1,53 @@
+# Thin entry points; each calls scripts/setup (idempotent) and then the harness.
+# `make help` lists them.
+SHELL := /bin/bash
+LEAKLAB := .venv/bin/leaklab
+PYTEST := .venv/bin/pytest
+LAB ?= 01
+VARIANT ?= broken
+
+.PHONY: help setup demo test lint run compare capture doctor notebooks bench clean
+
+help: ## this list
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: ## install everything the course needs (idempotent)
+	@scripts/setup
+
+demo: setup ## the main job: lab 01 broken vs fixed, table + plot
+	@$(LEAKLAB) demo 01
+
+test: setup lint ## the whole test suite (what CI runs)
+	@$(PYTEST) tools/leaklab -m "not leak" -q
+	@$(PYTEST) tools/leaklab -m leak -q
+
+lint: setup ## ruff and mypy on the harness; go vet and gofmt on the Go labs
+	@.venv/bin/ruff check tools/leaklab
+	@.venv/bin/ruff format --check tools/leaklab
+	@.venv/bin/mypy tools/leaklab/src
+	@for mod in labs/*/service labs/*/load; do \
+	  if [ -f $$mod/go.mod ]; then \
+	    (cd $$mod && go vet ./... && test -z "$$(gofmt -l .)") || { echo "go lint failed in $$mod"; exit 1; }; \
+	  fi; \
+	done
+
+run: setup ## one run: make run LAB=01 VARIANT=broken
+	@$(LEAKLAB) run $(LAB) --variant $(VARIANT)
+
+compare: setup ## your latest runs of a lab side by side: make compare LAB=01
+	@$(LEAKLAB) compare $(LAB)
+
+capture: setup ## re-capture a lab's datasets (maintainers): make capture LAB=01
+	@for v in $$($(LEAKLAB) list --variants $(LAB)); do $(LEAKLAB) capture $(LAB) --variant $$v || exit 1; done
+
+notebooks: setup ## execute every notebook in place on the committed datasets
+	@.venv/bin/python -m leaklab.notebooks --in-place
+
+bench: setup ## per-operation view of lab 01: go test -bench, broken vs fixed (benchstat)
+	@.venv/bin/python -m leaklab.bench $(LAB)
+
+doctor: setup ## check this machine for the course
+	@$(LEAKLAB) doctor
+
+clean: ## remove builds, runs and reports (.leaklab/ except tools)
+	@rm -rf .leaklab/build .leaklab/runs .leaklab/reports
