@@ -1,0 +1,3 @@
+module leaklab.dev/bulkabort-load
+
+go 1.24

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlagsDefaults(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.target != "http://127.0.0.1:8080/checkin" || c.rate != 400 || c.duration != time.Minute ||
+		c.maxRequests != 24000 || c.concurrency != 512 || c.timeout != 300*time.Millisecond || c.payloadBytes != 4096 {
+		t.Errorf("defaults = %+v", c)
+	}
+}
+
+func TestParseFlagsMaxRequestsCap(t *testing.T) {
+	c, err := parseFlags([]string{"-rate", "5000", "-duration", "10m"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.maxRequests != maxRequestsCap {
+		t.Errorf("maxRequests = %d, want %d", c.maxRequests, maxRequestsCap)
+	}
+}
+
+func TestParseFlagsURL(t *testing.T) {
+	for base, want := range map[string]string{
+		"http://127.0.0.1:9000":      "http://127.0.0.1:9000/checkin",
+		"http://localhost:9000/":     "http://localhost:9000/checkin",
+		"http://[::1]:9000/svc":      "http://[::1]:9000/svc/checkin",
+		"http://127.0.0.5:9000/svc/": "http://127.0.0.5:9000/svc/checkin",
+	} {
+		c, err := parseFlags([]string{"-url", base}, io.Discard)
+		if err != nil {
+			t.Errorf("%s: %v", base, err)
+			continue
+		}
+		if c.target != want {
+			t.Errorf("%s: target = %s, want %s", base, c.target, want)
+		}
+	}
+}
+
+func TestParseFlagsRejects(t *testing.T) {
+	for _, args := range [][]string{
+		{"-url", "http://10.0.0.1:8080"},
+		{"-url", "http://example.com"},
+		{"-url", "https://127.0.0.1"},
+		{"-url", "http://127.0.0.1/?q=1"},
+		{"-rate", "0"},
+		{"-rate", "5001"},
+		{"-duration", "0s"},
+		{"-duration", "11m"},
+		{"-max-requests", "-1"},
+		{"-max-requests", "2000001"},
+		{"-concurrency", "0"},
+		{"-concurrency", "4097"},
+		{"-timeout", "0s"},
+		{"-payload-bytes", "8193"},
+		{"-rate", "abc"},
+		{"-nope"},
+		{"extra"},
+	} {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) accepted", args)
+		}
+	}
+}
+
+func TestRunBadFlagExitCode(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-rate", "0"}, &stdout, &stderr); code != 2 {
+		t.Fatalf("exit code = %d, want 2", code)
+	}
+	if lines := strings.Count(strings.TrimSpace(stderr.String()), "\n"); lines != 0 {
+		t.Errorf("stderr has %d lines, want 1: %q", lines+1, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("stdout = %q", stdout.String())
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	if got := percentile(nil, 50); got != 0 {
+		t.Errorf("empty: %v", got)
+	}
+	sorted := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for p, want := range map[float64]float64{0: 1, 10: 1, 50: 5, 51: 6, 90: 9, 99: 10, 100: 10} {
+		if got := percentile(sorted, p); got != want {
+			t.Errorf("p%v = %v, want %v", p, got, want)
+		}
+	}
+	if got := percentile([]float64{42}, 99); got != 42 {
+		t.Errorf("single: %v", got)
+	}
+}
+
+func TestStatsLines(t *testing.T) {
+	var s stats
+	s.sent.Store(5)
+	s.aborted.Store(1)
+	s.errors.Store(1)
+	s.skipped.Store(2)
+	s.inflight.Store(1)
+	s.recordOK(30 * time.Millisecond)
+	s.recordOK(10 * time.Millisecond)
+
+	b, _ := json.Marshal(s.progress(1500 * time.Millisecond))
+	want := `{"t_s":1.5,"sent":5,"ok":2,"aborted":1,"errors":1,"skipped":2,"inflight":1}`
+	if string(b) != want {
+		t.Errorf("progress = %s, want %s", b, want)
+	}
+	b, _ = json.Marshal(s.final(2 * time.Second))
+	want = `{"done":true,"t_s":2,"sent":5,"ok":2,"aborted":1,"errors":1,"skipped":2,"p50_ms":10,"p99_ms":30}`
+	if string(b) != want {
+		t.Errorf("final = %s, want %s", b, want)
+	}
+}
+
+// A short run against a test server that answers some requests, fails some
+// and is too slow for others.
+func TestGenerate(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]string
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body["agent_id"] == "" || len(body["payload"]) != 16 {
+			http.Error(w, "bad body", http.StatusBadRequest)
+			return
+		}
+		switch body["agent_id"] {
+		case "load-agent-000":
+			select { // slower than the client's timeout
+			case <-r.Context().Done():
+			case <-release:
+			}
+		case "load-agent-001":
+			http.Error(w, "nope", http.StatusServiceUnavailable)
+		default:
+			w.Write([]byte(`{"ok":true}`))
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+
+	cfg, err := parseFlags([]string{"-url", srv.URL, "-rate", "200", "-duration", "1s", "-max-requests", "10",
+		"-timeout", "100ms", "-payload-bytes", "16"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	generate(context.Background(), cfg, &out)
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var final finalLine
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil {
+		t.Fatalf("final line %q: %v", lines[len(lines)-1], err)
+	}
+	if !final.Done || final.Sent != 10 || final.Aborted != 1 || final.Errors != 1 || final.OK != 8 || final.Skipped != 0 {
+		t.Errorf("final = %+v", final)
+	}
+}

@@ -1,0 +1,123 @@
+package bulk
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchDoc is a check-in with a 4 KiB payload, the size the load generator
+// sends by default.
+var benchDoc = struct {
+	AgentID string `json:"agent_id"`
+	Status  string `json:"status"`
+	Payload string `json:"payload"`
+}{"bench-agent", "online", strings.Repeat("x", 4096)}
+
+// benchConfig keeps every timeout short, so that goroutines a benchmark
+// leaves waiting on a timer are gone soon after it ends.
+func benchConfig() Config {
+	return Config{
+		FlushInterval:  time.Millisecond,
+		MaxBatch:       32,
+		QueueSize:      32,
+		Flights:        2,
+		BackendTimeout: time.Millisecond,
+	}
+}
+
+// BenchmarkDispatch measures Do on each of its three exits. None of them runs
+// the Run loop or a flush: where a sub-benchmark needs the engine's side of
+// the queue, a helper goroutine stands in for it, so that what is measured is
+// Do and dispatch themselves (encoding, pool, channel operations and whatever
+// they leave behind), not batching or the backend.
+//
+//   - abort-queue: the queue is full and the caller's context is already
+//     cancelled, so every call gives up before the enqueue.
+//   - abort-response: a helper takes each object off the queue and then
+//     cancels the caller's context, so every call gives up after the enqueue,
+//     waiting for a response. The helper never answers, so nothing is ever
+//     blocked on a response channel here.
+//   - success: a helper takes each object off the queue and answers it at
+//     once.
+//
+// B/op and allocs/op count every allocation in the process during the loop,
+// the helper's included, and the 16 KiB buffer of each object the pool had
+// to create.
+func BenchmarkDispatch(b *testing.B) {
+	b.Run("abort-queue", func(b *testing.B) {
+		e := mustNew(b, benchConfig(), &SlowBackend{})
+		for range cap(e.queue) {
+			e.queue <- newBulkT()
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.Do(ctx, benchDoc); err == nil {
+				b.Fatal("Do succeeded on a full queue with a cancelled context")
+			}
+		}
+	})
+
+	b.Run("abort-response", func(b *testing.B) {
+		e := mustNew(b, benchConfig(), &SlowBackend{})
+		cancels := make(chan context.CancelFunc, 1)
+		stop := make(chan struct{})
+		helperDone := make(chan struct{})
+		go func() {
+			defer close(helperDone)
+			for {
+				select {
+				case <-e.queue:
+					(<-cancels)()
+				case <-stop:
+					return
+				}
+			}
+		}()
+		b.Cleanup(func() {
+			close(stop)
+			<-helperDone
+		})
+
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancels <- cancel
+			if _, err := e.Do(ctx, benchDoc); err == nil {
+				b.Fatal("Do succeeded although its context was cancelled")
+			}
+		}
+	})
+
+	b.Run("success", func(b *testing.B) {
+		e := mustNew(b, benchConfig(), &SlowBackend{})
+		stop := make(chan struct{})
+		helperDone := make(chan struct{})
+		go func() {
+			defer close(helperDone)
+			for {
+				select {
+				case blk := <-e.queue:
+					blk.ch <- respT{seq: 1}
+				case <-stop:
+					return
+				}
+			}
+		}()
+		b.Cleanup(func() {
+			close(stop)
+			<-helperDone
+		})
+
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.Do(context.Background(), benchDoc); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"expvar"
+	"net/http"
+	"net/http/pprof"
+	"runtime"
+
+	"leaklab.dev/bulkabort/bulk"
+	"leaklab.dev/bulkabort/checkin"
+)
+
+// newMux wires the service's routes. The debug endpoints share the loopback
+// listener so that one address is enough to load, observe and profile the
+// service.
+func newMux(engine *bulk.Engine, counters *checkin.Counters) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/", checkin.NewHandler(engine, counters))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-engine.Done():
+		case <-engine.Ready():
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ok"))
+			return
+		default:
+		}
+		http.Error(w, "engine not running", http.StatusServiceUnavailable)
+	})
+
+	mux.Handle("GET /debug/vars", expvar.Handler())
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// publishVars adds the service's counters to expvar, next to the memstats and
+// cmdline that the expvar package publishes itself.
+func publishVars(engine *bulk.Engine, c *checkin.Counters) {
+	stats := engine.Stats()
+	expvar.Publish("goroutines", expvar.Func(func() any { return runtime.NumGoroutine() }))
+	expvar.Publish("checkins_ok", expvar.Func(func() any { return c.OK.Load() }))
+	expvar.Publish("checkins_aborted_before_enqueue", expvar.Func(func() any { return c.AbortedBeforeEnqueue.Load() }))
+	expvar.Publish("checkins_aborted_after_enqueue", expvar.Func(func() any { return c.AbortedAfterEnqueue.Load() }))
+	expvar.Publish("checkins_failed", expvar.Func(func() any { return c.Failed.Load() }))
+	expvar.Publish("checkins_rejected", expvar.Func(func() any { return c.Rejected.Load() }))
+	expvar.Publish("flushes", expvar.Func(func() any { return stats.Flushes.Load() }))
+	expvar.Publish("bulk_pool_allocs", expvar.Func(func() any { return stats.Allocs.Load() }))
+	expvar.Publish("bulk_pool_frees", expvar.Func(func() any { return stats.Frees.Load() }))
+}

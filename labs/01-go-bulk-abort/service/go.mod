@@ -1,0 +1,5 @@
+module leaklab.dev/bulkabort
+
+go 1.24
+
+require go.uber.org/goleak v1.3.0
