@@ -23,13 +23,17 @@ const (
 
 // config is the validated command line.
 type config struct {
-	target       string // full URL of POST /checkin
-	rate         int
-	duration     time.Duration
-	maxRequests  int64
-	concurrency  int
-	timeout      time.Duration
-	payloadBytes int
+	target      string // full URL of POST /checkin
+	rate        int
+	duration    time.Duration
+	maxRequests int64
+	concurrency int
+	timeout     time.Duration
+	// impatient is the share of requests that give up after impatientAfter
+	// instead of timeout: agents that disconnect mid-request.
+	impatient      float64
+	impatientAfter time.Duration
+	payloadBytes   int
 }
 
 // parseFlags parses and validates args. Errors are one line, without the
@@ -48,6 +52,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&maxReqs, "max-requests", 0, "stop after this many requests (default rate*duration, at most 2000000)")
 	fs.IntVar(&c.concurrency, "concurrency", 512, "most requests in flight; a request due when the cap is hit is skipped, at most 4096")
 	fs.DurationVar(&c.timeout, "timeout", 300*time.Millisecond, "client-side timeout per request; on timeout the client closes the connection")
+	fs.Float64Var(&c.impatient, "impatient", 0, "share of requests, 0 to 1, that give up after -impatient-timeout instead")
+	fs.DurationVar(&c.impatientAfter, "impatient-timeout", 100*time.Millisecond, "client-side timeout of the impatient share")
 	fs.IntVar(&c.payloadBytes, "payload-bytes", 4096, "size of the payload field, at most 8192")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -77,6 +83,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-concurrency %d: must be between 1 and %d", c.concurrency, maxConcurrency)
 	case c.timeout <= 0 || c.timeout > time.Minute:
 		return c, fmt.Errorf("-timeout %v: must be positive and at most 1m", c.timeout)
+	case c.impatient < 0 || c.impatient > 1:
+		return c, fmt.Errorf("-impatient %v: must be between 0 and 1", c.impatient)
+	case c.impatientAfter <= 0 || c.impatientAfter > time.Minute:
+		return c, fmt.Errorf("-impatient-timeout %v: must be positive and at most 1m", c.impatientAfter)
 	case c.payloadBytes < 0 || c.payloadBytes > maxPayloadBytes:
 		return c, fmt.Errorf("-payload-bytes %d: must be between 0 and %d", c.payloadBytes, maxPayloadBytes)
 	}

@@ -14,6 +14,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -105,7 +106,7 @@ loop:
 		}
 	}
 
-	g.waitInflight(cfg.timeout + time.Second)
+	g.waitInflight(max(cfg.timeout, cfg.impatientAfter) + time.Second)
 	_ = enc.Encode(g.stats.final(time.Since(start)))
 }
 
@@ -123,13 +124,24 @@ func (g *generator) start(n int64) {
 	go func() {
 		defer g.wg.Done()
 		defer g.stats.inflight.Add(-1)
-		g.send(g.bodies[n%int64(len(g.bodies))])
+		g.send(g.bodies[n%int64(len(g.bodies))], g.timeoutOf(n))
 	}()
 }
 
+// timeoutOf spreads the impatient share evenly over the requests: request n
+// is impatient when n*share crosses an integer, so every run gets the same
+// mix in the same order.
+func (g *generator) timeoutOf(n int64) time.Duration {
+	share := g.cfg.impatient
+	if math.Floor(float64(n+1)*share) > math.Floor(float64(n)*share) {
+		return g.cfg.impatientAfter
+	}
+	return g.cfg.timeout
+}
+
 // send performs one check-in and records how it ended.
-func (g *generator) send(body []byte) {
-	ctx, cancel := context.WithTimeout(context.Background(), g.cfg.timeout)
+func (g *generator) send(body []byte, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.cfg.target, bytes.NewReader(body))
 	if err != nil {

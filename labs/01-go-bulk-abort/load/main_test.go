@@ -67,6 +67,9 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"-concurrency", "4097"},
 		{"-timeout", "0s"},
 		{"-payload-bytes", "8193"},
+		{"-impatient", "-0.1"},
+		{"-impatient", "1.5"},
+		{"-impatient-timeout", "0s"},
 		{"-rate", "abc"},
 		{"-nope"},
 		{"extra"},
@@ -167,5 +170,28 @@ func TestGenerate(t *testing.T) {
 	}
 	if !final.Done || final.Sent != 10 || final.Aborted != 1 || final.Errors != 1 || final.OK != 8 || final.Skipped != 0 {
 		t.Errorf("final = %+v", final)
+	}
+}
+
+func TestImpatientShareIsExactAndSpread(t *testing.T) {
+	for _, share := range []float64{0, 0.1, 0.25, 1} {
+		g := &generator{cfg: config{timeout: time.Second, impatient: share, impatientAfter: time.Millisecond}}
+		var n, run, longestRun int
+		for i := int64(0); i < 1000; i++ {
+			if g.timeoutOf(i) == time.Millisecond {
+				n++
+				run = 0
+				continue
+			}
+			run++
+			longestRun = max(longestRun, run)
+		}
+		if want := int(share * 1000); n != want {
+			t.Errorf("share %v: %d impatient of 1000, want %d", share, n, want)
+		}
+		// Spread evenly: never a gap longer than 1/share between two impatient requests.
+		if share > 0 && float64(longestRun) > 1/share {
+			t.Errorf("share %v: %d patient requests in a row", share, longestRun)
+		}
 	}
 }
