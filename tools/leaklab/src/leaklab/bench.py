@@ -70,8 +70,11 @@ def main() -> None:
         )
         dest.mkdir(parents=True, exist_ok=True)
         files = {variant: run_bench(lab, variant, dest) for variant in VARIANTS}
-        print(compare(lab, files))
-        print(f"outputs: {', '.join(str(f) for f in files.values())}", file=sys.stderr)
+        comparison = compare(lab, files)
+        (dest / "bench-compare.txt").write_text(comparison)
+        print(comparison)
+        outputs = [*files.values(), dest / "bench-compare.txt"]
+        print(f"outputs: {', '.join(str(f) for f in outputs)}", file=sys.stderr)
     except LeakLabError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(2)
