@@ -55,3 +55,6 @@ func (b *SlowBackend) Bulk(ctx context.Context, docs [][]byte) (uint64, error) {
 
 // Bytes reports how many document bytes the backend has stored.
 func (b *SlowBackend) Bytes() uint64 { return b.bytes.Load() }
+
+// Docs reports how many documents the backend has stored.
+func (b *SlowBackend) Docs() uint64 { return b.seq.Load() }

@@ -108,7 +108,7 @@ func serve(opts options, logger *log.Logger) error {
 		return err
 	}
 	counters := new(checkin.Counters)
-	publishVars(engine, counters)
+	publishVars(engine, backend, counters)
 
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {
