@@ -4,6 +4,7 @@ grows while fixed does not, measured under the lab's standard load."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,28 @@ import pytest
 from leaklab import dataset, report
 from leaklab.analysis import ratio
 from leaklab.build import build_variant, run_commands
+from leaklab.grade import grade
 from leaklab.notebooks import execute
 from leaklab.runner import RunOptions, run
 from leaklab.spec import lab_slugs, load_lab
 
 LABS = lab_slugs()
 VARIANTS = [(slug, v) for slug in LABS for v in load_lab(slug).variants]
+GRADING = Path(__file__).parent / "grading"
+
+
+def grading_cases() -> list[tuple[str, str, bool]]:
+    """(lab, variant, should pass): broken fails, the solution passes, and each lab's
+    alternative fixes (grading/<lab>/pass) pass while symptom-hiding ones (fail) fail."""
+    cases = []
+    for slug in LABS:
+        if not (GRADING / slug).is_dir():
+            continue
+        cases += [(slug, "broken", False), (slug, "fixed", True)]
+        for expected, folder in ((True, "pass"), (False, "fail")):
+            for patch in sorted((GRADING / slug / folder).glob("*.patch")):
+                cases.append((slug, f"patch:{patch}", expected))
+    return cases
 
 
 @pytest.mark.parametrize(("slug", "variant"), VARIANTS)
@@ -62,3 +79,23 @@ def test_broken_grows_and_fixed_does_not(slug: str, tmp_path: Path) -> None:
     assert fixed.verdict == "flat", fixed
     assert b is not None and f is not None and not b.overlaps(f)
     assert ratio(b, f) >= 10
+
+
+@pytest.mark.parametrize("slug", [s for s in LABS if (GRADING / s).is_dir()])
+def test_grading_has_alternatives_and_wrong_fixes(slug: str) -> None:
+    for folder in ("pass", "fail"):
+        assert len(list((GRADING / slug / folder).glob("*.patch"))) >= 2, f"{slug}/{folder}"
+
+
+@pytest.mark.leak
+@pytest.mark.parametrize(
+    ("slug", "variant", "should_pass"),
+    grading_cases(),
+    ids=[f"{s}-{Path(v).stem if v.startswith('patch:') else v}" for s, v, _ in grading_cases()],
+)
+def test_grading_tells_fixes_from_symptom_hiding(
+    slug: str, variant: str, should_pass: bool
+) -> None:
+    result = grade(load_lab(slug), variant, log=print)
+    print(json.dumps(result.to_json(), default=str))  # the figures, in the CI log
+    assert result.passed == should_pass, f"{result.stage}: {result.reason}"

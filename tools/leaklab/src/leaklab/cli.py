@@ -11,15 +11,19 @@ from typing import Annotated, ParamSpec
 
 import typer
 from rich.console import Console
+from rich.syntax import Syntax
 
-from leaklab import dataset, report
+from leaklab import dataset, diff, report
 from leaklab.build import build_variant, run_commands
 from leaklab.doctor import run_checks
 from leaklab.errors import LeakLabError
+from leaklab.grade import grade, write_json
+from leaklab.grade_report import grade_report
 from leaklab.paths import repo_root, work_dir
 from leaklab.procs import interrupts_as_keyboard_interrupt
 from leaklab.runner import RunOptions, run
 from leaklab.spec import Lab, lab_slugs, load_lab
+from leaklab.variants import PATCH_PREFIX
 
 P = ParamSpec("P")
 
@@ -215,6 +219,53 @@ def demo(
         f"next: open the lab's README (labs/{spec.slug}/README.md), then the notebook "
         f"(notebooks/{spec.slug}.ipynb)"
     )
+
+
+@app.command("grade")
+@interruptible
+def grade_cmd(
+    lab: LabArg,
+    variant: Annotated[
+        str, typer.Option("--variant", "-v", help="mine (your working tree), or any variant")
+    ] = "mine",
+    patch: Annotated[
+        Path | None, typer.Option(help="grade broken plus this patch (a submitted fix)")
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="also write the result as JSON (autograders)")
+    ] = None,
+) -> None:
+    """Grade a fix: unit tests, then the lab's standard load; exit 0 pass, 1 fail."""
+    spec = load_lab(lab)
+    if patch is not None:
+        if not patch.is_file():
+            raise LeakLabError(f"--patch {patch} does not exist", "give the path of a .patch file")
+        variant = f"{PATCH_PREFIX}{patch.resolve()}"
+    result = grade(spec, variant, log=lambda s: err.print(s, highlight=False))
+    for line in grade_report(spec, result):
+        out.print(line, highlight=False)
+    if json_out is not None:
+        write_json(result, json_out)
+        out.print(f"result: {json_out}")
+    raise typer.Exit(0 if result.passed else 1)
+
+
+@app.command("diff")
+def diff_cmd(
+    lab: LabArg,
+    variant: Annotated[str, typer.Option("--variant", "-v", help="whose change to show")] = "mine",
+    html_out: Annotated[Path | None, typer.Option("--html", help="also write an HTML page")] = None,
+) -> None:
+    """The learner's change against broken, beside the solution's patch series."""
+    spec = load_lab(lab)
+    parts = diff.sections(spec, variant)
+    for title, text in parts:
+        out.rule(title)
+        out.print(Syntax(text, "diff", background_color="default"))
+    if html_out is not None:
+        html_out.parent.mkdir(parents=True, exist_ok=True)
+        html_out.write_text(diff.to_html(spec, parts))
+        out.print(f"html: {html_out}")
 
 
 @app.command()

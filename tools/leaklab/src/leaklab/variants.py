@@ -2,7 +2,9 @@
 
 - `broken`: `labs/NN/service` as committed at git HEAD (a learner's edits never change it);
 - `stage-K`: broken plus solution patches 1..K; `fixed`: all patches;
-- `mine`: the learner's working tree, as it is on disk.
+- `mine`: the learner's working tree, as it is on disk;
+- `patch:<file>`: broken plus one given patch (a submitted fix, or the course's own
+  alternative and wrong fixes that prove the grader).
 
 A variant is materialised into a fresh directory; `labs/` is never edited in place.
 """
@@ -20,12 +22,15 @@ from leaklab.errors import LeakLabError
 from leaklab.spec import Lab
 
 # Build outputs and editor litter that must not leak into a `mine` build or its hash.
+PATCH_PREFIX = "patch:"
 IGNORED_NAMES = {".git", "target", "_build", "deps", "node_modules", "__pycache__", ".idea"}
 
 
 def patches_for(lab: Lab, variant: str) -> list[Path]:
     """The solution patches a variant applies, in order."""
     count = len(lab.patches)
+    if variant.startswith(PATCH_PREFIX):
+        return [Path(variant[len(PATCH_PREFIX) :]).resolve()]
     if variant in ("broken", "mine"):
         k = 0
     elif variant == "fixed":
@@ -35,7 +40,7 @@ def patches_for(lab: Lab, variant: str) -> list[Path]:
     else:
         raise LeakLabError(
             f"unknown variant {variant!r} for lab {lab.slug}",
-            f"choose one of: {', '.join([*lab.variants, 'mine'])}",
+            f"choose one of: {', '.join([*lab.variants, 'mine'])}, or patch:FILE",
         )
     return [lab.solution_dir / name for name in lab.patches[:k]]
 

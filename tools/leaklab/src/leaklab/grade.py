@@ -1,0 +1,272 @@
+"""`leaklab grade`: does a learner's fix remove the leak, measured like the solution?
+
+A grade is a sequence of gates, each of which can only fail with a report, never with a
+traceback: the change stays inside the service; the tree builds; the lab's own unit
+tests pass; the service runs under the lab's standard load (no overrides); the verdict
+series is `flat` by the lab's written rule; and every check in the lab's `[grade]`
+table holds. The checks are what stop a fix that only hides the symptom: a service that
+stops answering, or answers without doing the work, is flat too.
+
+`[grade]` in lab.toml:
+
+    hint = "what to look at when the grade fails"
+    duration_s = 40                # optional: a shorter run at the same rate and mix
+    [[grade.checks]]
+    name = "answers the patient agents"
+    measure = "load.ok"            # load.<final count> | last.<series> | peak.<series>
+    at_least = 0.9                 # fraction of...
+    of = "solution"                # ...the same measure in the captured solution run,
+                                   # or another measure of this run (e.g. "load.ok")
+
+When the verdict is `unclear` (the interval straddles the threshold) the run is repeated
+once, and the second run decides: noise must not flip a grade.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import tomllib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from leaklab import dataset, report
+from leaklab.analysis import Fit
+from leaklab.build import build_variant, run_commands
+from leaklab.errors import LeakLabError
+from leaklab.paths import work_dir
+from leaklab.runner import RunOptions, run
+from leaklab.spec import Lab
+
+MEASURE_KINDS = ("load", "last", "peak")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    measure: str
+    at_least: float
+    of: str
+
+
+@dataclass(frozen=True)
+class GradeSpec:
+    hint: str
+    checks: tuple[Check, ...]
+    duration_s: float | None  # shorter than the standard run, same rate and mix
+
+
+@dataclass
+class CheckResult:
+    name: str
+    passed: bool
+    measured: float | None
+    needed: float | None
+    detail: str
+
+
+@dataclass
+class GradeResult:
+    """Everything a learner, an instructor or an autograder needs from one grade."""
+
+    lab: str
+    variant: str
+    passed: bool = False
+    stage: str = "scope"  # the gate that decided: scope, build, tests, run, verdict, checks
+    reason: str = ""
+    hint: str = ""
+    verdict: str | None = None
+    slope: dict[str, float] | None = None
+    thresholds: dict[str, float] = field(default_factory=dict)
+    checks: list[CheckResult] = field(default_factory=list)
+    reference: dict[str, dict[str, float | str | None]] = field(default_factory=dict)
+    attempts: int = 0
+    dataset: str | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_spec(lab: Lab) -> GradeSpec:
+    """The lab's `[grade]` table, validated; a lab without one grades on the verdict alone."""
+    raw = tomllib.loads((lab.lab_dir / "lab.toml").read_text()).get("grade", {})
+    if not isinstance(raw, dict):
+        raise LeakLabError(f"{lab.slug}: [grade] must be a table", "see leaklab/grade.py")
+    checks = []
+    for i, item in enumerate(raw.get("checks", [])):
+        where = f"{lab.slug}: [[grade.checks]] #{i + 1}"
+        try:
+            check = Check(
+                str(item["name"]), str(item["measure"]), float(item["at_least"]), str(item["of"])
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise LeakLabError(
+                f"{where} is incomplete ({exc})", "give name, measure, at_least and of"
+            ) from None
+        for measure in (check.measure, check.of):
+            if measure != "solution" and measure.partition(".")[0] not in MEASURE_KINDS:
+                raise LeakLabError(
+                    f"{where}: unknown measure {measure!r}",
+                    f"use {', '.join(k + '.<name>' for k in MEASURE_KINDS)} or 'solution'",
+                )
+        if check.measure == "solution":
+            raise LeakLabError(f"{where}: measure cannot be 'solution'", "name a measure")
+        checks.append(check)
+    duration = raw.get("duration_s")
+    if duration is not None and (not isinstance(duration, int | float) or duration <= 0):
+        raise LeakLabError(f"{lab.slug}: [grade] duration_s must be a positive number")
+    return GradeSpec(str(raw.get("hint", "")), tuple(checks), float(duration) if duration else None)
+
+
+def measure(ds: dataset.Dataset, name: str) -> float | None:
+    """One figure of a run: a load program's final count, or a series' last or peak value."""
+    kind, _, key = name.partition(".")
+    if kind == "load":
+        value = ds.meta.get("load_result", {}).get(key)
+        return float(value) if isinstance(value, int | float) else None
+    values = ds.series(key)["value"]
+    if values.empty:
+        return None
+    return float(values.iloc[-1] if kind == "last" else values.max())
+
+
+def evaluate(check: Check, mine: dataset.Dataset, solution: dataset.Dataset | None) -> CheckResult:
+    got = measure(mine, check.measure)
+    if check.of == "solution":
+        base = measure(solution, check.measure) if solution is not None else None
+        source = "the captured solution run"
+    else:
+        base = measure(mine, check.of)
+        source = check.of
+    if got is None or base is None:
+        missing = check.measure if got is None else f"{check.of} ({source})"
+        return CheckResult(check.name, False, got, None, f"{missing} was not measured")
+    needed = check.at_least * base
+    ok = got >= needed
+    detail = f"{check.measure} = {got:g}, needs >= {check.at_least:g} x {source} = {needed:g}"
+    return CheckResult(check.name, ok, got, needed, detail)
+
+
+def out_of_scope(lab: Lab) -> list[str]:
+    """Files the learner changed in the lab folder outside `service/` (load, lab.toml...)."""
+    rel = lab.lab_dir.relative_to(lab.root).as_posix()
+    result = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all", "--", rel],
+        cwd=lab.root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    service = lab.service_dir.relative_to(lab.root).as_posix() + "/"
+    changed = [line[3:].split(" -> ")[-1] for line in result.stdout.splitlines()]
+    return [path for path in changed if not path.startswith(service)]
+
+
+def reference(lab: Lab) -> dict[str, dataset.Dataset]:
+    """The captured broken and solution runs, when the lab has them."""
+    folder = lab.root / "datasets" / lab.slug
+    found = {}
+    for name in ("broken", "fixed"):
+        if (folder / f"{name}.json").is_file():
+            found[name] = dataset.read(folder / f"{name}.json")
+    return found
+
+
+def grade(
+    lab: Lab,
+    variant: str = "mine",
+    log: Callable[[str], None] = print,
+    retries: int = 1,
+) -> GradeResult:
+    spec = load_spec(lab)
+    result = GradeResult(lab.slug, variant, hint=spec.hint)
+    result.thresholds = {
+        "flat_below": lab.analysis.flat_below,
+        "grows_above": lab.analysis.grows_above,
+    }
+    refs = reference(lab)
+    for name, ds in refs.items():
+        fit = report.summarise(lab, ds).fits[lab.analysis.verdict_series]
+        result.reference[name] = {"slope": _num(fit.slope if fit else None)}
+        for check in spec.checks:
+            result.reference[name][check.measure] = measure(ds, check.measure)
+
+    if variant == "mine" and (stray := out_of_scope(lab)):
+        return _fail(result, "scope", f"changes outside the service: {', '.join(stray)}")
+    try:
+        built = build_variant(lab, variant, log)
+    except LeakLabError as exc:
+        return _fail(result, "build", f"the service does not build: {exc.what}")
+    result.stage = "tests"
+    test_log = built.src.parent / f"grade-test-{variant.replace('/', '_')}.log"
+    test_log.unlink(missing_ok=True)
+    try:
+        run_commands(
+            lab.build.test, built.src, {"src": str(built.src), "out": str(built.out)}, test_log
+        )
+    except LeakLabError as exc:
+        return _fail(result, "tests", f"the lab's unit tests fail: {exc.what}")
+
+    dest = work_dir(lab.root) / "grades" / lab.slug
+    mine: dataset.Dataset | None = None
+    for attempt in range(1 + retries):
+        result.attempts = attempt + 1
+        try:
+            params = {"duration": f"{spec.duration_s:g}"} if spec.duration_s else None
+            ran = run(lab, RunOptions(variant, params, dest=dest, name="graded"), log=log)
+        except LeakLabError as exc:
+            return _fail(result, "run", f"the service did not run under load: {exc.what}")
+        mine = ran.data
+        result.dataset = str(ran.csv)
+        summary = report.summarise(lab, mine)
+        result.verdict = summary.verdict
+        fit = summary.fits[lab.analysis.verdict_series]
+        result.slope = _fit(fit)
+        if summary.verdict != "unclear":
+            break
+        log(f"verdict unclear ({fit}); measuring once more")
+    assert mine is not None
+    result.versions = {k: str(v) for k, v in mine.meta.get("versions", {}).items()}
+
+    unit = report.unit_per_min(lab.analysis.verdict_series)
+    if result.verdict != "flat":
+        return _fail(
+            result,
+            "verdict",
+            f"{lab.analysis.verdict_series} is {result.verdict}: slope "
+            f"{fit} {unit}, needs the upper bound below {lab.analysis.flat_below:g}",
+        )
+    result.stage = "checks"
+    result.checks = [evaluate(c, mine, refs.get("fixed")) for c in spec.checks]
+    failed = [c for c in result.checks if not c.passed]
+    if failed:
+        return _fail(result, "checks", "; ".join(f"{c.name}: {c.detail}" for c in failed))
+    result.passed = True
+    result.reason = f"{lab.analysis.verdict_series} is flat ({fit} {unit}) and every check holds"
+    return result
+
+
+def _fail(result: GradeResult, stage: str, reason: str) -> GradeResult:
+    result.passed, result.stage, result.reason = False, stage, reason
+    return result
+
+
+def _fit(fit: Fit | None) -> dict[str, float] | None:
+    if fit is None:
+        return None
+    return {"slope": fit.slope, "low": fit.low, "high": fit.high, "n": float(fit.n)}
+
+
+def _num(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
+def write_json(result: GradeResult, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,33 @@
+"""The grade as a learner reads it: verdict, figures beside broken and solution, a hint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from leaklab.analysis import unit_per_min
+from leaklab.grade import GradeResult
+from leaklab.spec import Lab
+
+
+def grade_report(lab: Lab, result: GradeResult) -> Iterator[str]:
+    series = lab.analysis.verdict_series
+    unit = unit_per_min(series)
+    mark = "[green]PASS[/green]" if result.passed else "[red]FAIL[/red]"
+    yield f"{mark} {lab.slug} ({result.variant}): {result.reason}"
+    if result.slope is not None:
+        s = result.slope
+        yield (
+            f"  {series}: {s['slope']:.3g} {unit}, 95% CI [{s['low']:.3g}, {s['high']:.3g}]"
+            f" (flat needs the upper bound < {lab.analysis.flat_below:g}; "
+            f"{result.attempts} run{'s' if result.attempts > 1 else ''})"
+        )
+    for name, figures in result.reference.items():
+        shown = ", ".join(f"{k} {v:.3g}" for k, v in figures.items() if isinstance(v, int | float))
+        label = "solution" if name == "fixed" else name
+        yield f"  captured {label}: {shown}"
+    for check in result.checks:
+        yield f"  [{'x' if check.passed else ' '}] {check.name}: {check.detail}"
+    if not result.passed and result.hint:
+        yield f"  hint: {result.hint}"
+    if result.dataset:
+        yield f"  dataset: {result.dataset}"

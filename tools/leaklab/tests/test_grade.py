@@ -1,0 +1,168 @@
+"""`leaklab grade` and `leaklab diff` on the fake lab: every gate can fail, none crashes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git
+
+from leaklab import diff
+from leaklab.errors import LeakLabError
+from leaklab.grade import grade, load_spec
+from leaklab.runner import RunOptions, run
+from leaklab.spec import load_lab
+
+FAKELAB = Path(__file__).parent / "fakelab"
+SLOW_FIX = (FAKELAB / "slow-fix.patch").read_text()
+CRASH_AT_START = (FAKELAB / "crash-at-start.patch").read_text()
+
+GRADE_TABLE = """
+[grade]
+hint = "look at what the handler keeps"
+
+[[grade.checks]]
+name = "answers as many requests as the solution"
+measure = "load.ok"
+at_least = 0.9
+of = "solution"
+
+[[grade.checks]]
+name = "answers what it was sent"
+measure = "load.ok"
+at_least = 0.95
+of = "load.sent"
+"""
+
+
+def quiet(_: str) -> None:
+    pass
+
+
+@pytest.fixture
+def graded_repo(no_orphans: Path) -> Path:
+    """The fake lab with a [grade] table and a captured solution run, all committed."""
+    toml = no_orphans / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(toml.read_text() + GRADE_TABLE)
+    lab = load_lab("90", no_orphans)
+    run(lab, RunOptions("fixed", dest=no_orphans / "datasets" / "90-fake"), log=quiet)
+    git(no_orphans, "add", ".")
+    git(no_orphans, "commit", "-q", "-m", "grade table and solution run")
+    return no_orphans
+
+
+def write_patch(root: Path, text: str) -> str:
+    path = root / "submission.patch"
+    path.write_text(text)
+    return f"patch:{path}"
+
+
+def test_broken_fails_on_the_verdict(graded_repo: Path) -> None:
+    result = grade(load_lab("90", graded_repo), "broken", log=quiet)
+    assert not result.passed
+    assert (result.stage, result.verdict) == ("verdict", "grows")
+    assert result.hint and result.slope is not None and result.slope["low"] > 1.0
+
+
+def test_the_solution_passes_with_its_figures(graded_repo: Path) -> None:
+    result = grade(load_lab("90", graded_repo), "fixed", log=quiet)
+    assert result.passed, result.reason
+    assert result.verdict == "flat" and all(c.passed for c in result.checks)
+    assert set(result.reference) == {"fixed"}  # no captured broken run in this repo
+    assert result.reference["fixed"]["load.ok"] is not None
+
+
+def test_a_fix_that_slows_the_load_fails_a_check(graded_repo: Path) -> None:
+    result = grade(load_lab("90", graded_repo), write_patch(graded_repo, SLOW_FIX), log=quiet)
+    assert not result.passed
+    assert result.verdict == "flat"  # the symptom is gone...
+    assert result.stage == "checks"  # ...but the service no longer does its job
+    assert not result.checks[0].passed and "load.ok" in result.checks[0].detail
+
+
+def test_a_change_outside_the_service_fails_on_scope(graded_repo: Path) -> None:
+    load = graded_repo / "labs" / "90-fake" / "load" / "load.py"
+    load.write_text(load.read_text().replace('x" * 100_000', 'x" * 10'))
+    result = grade(load_lab("90", graded_repo), "mine", log=quiet)
+    assert (result.passed, result.stage) == (False, "scope")
+    assert "labs/90-fake/load/load.py" in result.reason
+
+
+def test_a_tree_that_breaks_the_unit_tests_fails(graded_repo: Path) -> None:
+    server = graded_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text() + "\nthis is not python\n")
+    result = grade(load_lab("90", graded_repo), "mine", log=quiet)
+    assert (result.passed, result.stage) == (False, "tests")
+    assert "unit tests fail" in result.reason
+
+
+def test_a_patch_that_does_not_apply_fails_at_build(graded_repo: Path) -> None:
+    variant = write_patch(graded_repo, SLOW_FIX.replace("HELD.append(body)", "nothing here"))
+    result = grade(load_lab("90", graded_repo), variant, log=quiet)
+    assert (result.passed, result.stage) == (False, "build")
+    assert "does not apply" in result.reason
+
+
+def test_a_service_that_dies_at_start_fails_at_run(graded_repo: Path) -> None:
+    variant = write_patch(graded_repo, CRASH_AT_START)
+    result = grade(load_lab("90", graded_repo), variant, log=quiet)
+    assert (result.passed, result.stage) == (False, "run")
+    assert "exited with code 3" in result.reason
+
+
+def test_cli_exit_codes_and_json(graded_repo: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "LEAKLAB_ROOT": str(graded_repo), "CI": "1"}
+    cmd = [sys.executable, "-m", "leaklab", "grade", "90"]
+    passed = subprocess.run(
+        [*cmd, "--variant", "fixed", "--json", str(tmp_path / "ok.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "PASS" in passed.stdout
+    body = json.loads((tmp_path / "ok.json").read_text())
+    assert body["passed"] is True and body["lab"] == "90-fake" and body["versions"]
+    failed = subprocess.run(
+        [*cmd, "--variant", "broken"], env=env, capture_output=True, text=True, check=False
+    )
+    assert failed.returncode == 1 and "FAIL" in failed.stdout and "hint:" in failed.stdout
+    missing = subprocess.run(
+        [*cmd, "--patch", str(tmp_path / "nope.patch")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert missing.returncode == 2 and "does not exist" in " ".join(missing.stderr.split())
+
+
+def test_grade_table_is_validated(fake_repo: Path) -> None:
+    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(toml.read_text() + '[[grade.checks]]\nname = "x"\nmeasure = "nope.ok"\n')
+    with pytest.raises(LeakLabError, match="incomplete"):
+        load_spec(load_lab("90", fake_repo))
+    toml.write_text(
+        toml.read_text() + 'at_least = 1\nof = "solution"\n'
+    )  # now complete, but the measure kind is unknown
+    with pytest.raises(LeakLabError, match=r"unknown measure 'nope\.ok'"):
+        load_spec(load_lab("90", fake_repo))
+
+
+def test_diff_shows_the_learner_change_beside_the_solution(fake_repo: Path) -> None:
+    server = fake_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text().replace("HELD.append(body)", "HELD.clear()"))
+    (server.parent / "notes.txt").write_text("a new file\n")
+    lab = load_lab("90", fake_repo)
+    parts = diff.sections(lab)
+    assert [title.split(":")[0] for title, _ in parts] == ["mine", "solution stage 1"]
+    mine = parts[0][1]
+    assert "-        HELD.append(body)" in mine and "+        HELD.clear()" in mine
+    assert "b/notes.txt" in mine and "a/broken" not in mine
+    page = diff.to_html(lab, parts)
+    assert page.startswith("<!doctype html>") and "HELD.clear()" in page
