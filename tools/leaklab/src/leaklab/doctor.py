@@ -57,6 +57,21 @@ TOOLS = (
         "apt-get install openjdk-17-jdk (labs 04, 05)",
         required=False,
     ),
+    Tool(
+        "elixir",
+        ("elixir", "-e", "IO.puts(System.version())"),
+        (1, 14),
+        "scripts/setup-elixir (apt: elixir, erlang-dev, erlang-cowlib, erlang-jiffy; lab 03)",
+        required=False,
+    ),
+    Tool("node", ("node", "--version"), (18,), "install Node.js 18+ (slides)", required=False),
+    Tool(
+        "chromium",
+        ("chromium", "--version"),
+        (100,),
+        "apt-get install chromium (only for the slides as PDF)",
+        required=False,
+    ),
 )
 
 
@@ -117,5 +132,13 @@ def machine_checks(root: Path) -> list[Check]:
     ]
 
 
+def local_tool(tool: Tool, root: Path) -> Tool:
+    """scripts/setup installs uv into .leaklab/uv when the machine has none on PATH."""
+    local = root / ".leaklab" / tool.name / "bin" / tool.name
+    if shutil.which(tool.argv[0]) is None and local.exists():
+        return Tool(tool.name, (str(local), *tool.argv[1:]), tool.minimum, tool.fix, tool.required)
+    return tool
+
+
 def run_checks(root: Path) -> list[Check]:
-    return [*(tool_check(t) for t in TOOLS), *machine_checks(root)]
+    return [*(tool_check(local_tool(t, root)) for t in TOOLS), *machine_checks(root)]
