@@ -12,6 +12,7 @@ import pytest
 from conftest import git
 
 from leaklab import diff
+from leaklab import grade as grade_module
 from leaklab.errors import LeakLabError
 from leaklab.grade import grade, load_spec
 from leaklab.runner import RunOptions, run
@@ -166,3 +167,15 @@ def test_diff_shows_the_learner_change_beside_the_solution(fake_repo: Path) -> N
     assert "b/notes.txt" in mine and "a/broken" not in mine
     page = diff.to_html(lab, parts)
     assert page.startswith("<!doctype html>") and "HELD.clear()" in page
+
+
+def test_unit_tests_that_hang_fail_and_leave_nothing_running(
+    graded_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(grade_module, "TEST_TIMEOUT_S", 2.0)
+    server = graded_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text("import time\ntime.sleep(600)  # a deadlock at import\n" + server.read_text())
+    result = grade(load_lab("90", graded_repo), "mine", log=quiet)
+    assert (result.passed, result.stage) == (False, "tests")
+    assert "did not finish within 2 s" in result.reason
+    # no_orphans (under graded_repo) asserts the sleeping test process was stopped

@@ -19,10 +19,14 @@ from pathlib import Path
 
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
+from leaklab.procs import ProcessGroup
 from leaklab.spec import Command, Lab
 from leaklab.variants import IGNORED_NAMES, materialise
 
 DONE_MARKER = ".built"
+# The longest a build or test command may run: a cold Scala or Rust build on 2 cores
+# fits, a deadlocked test does not hang the grader.
+COMMAND_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -70,30 +74,41 @@ def build_load(lab: Lab, log: Callable[[str], None] = print) -> Built:
 
 
 def run_commands(
-    commands: Iterable[Command], cwd: Path, values: dict[str, str], log_file: Path
+    commands: Iterable[Command],
+    cwd: Path,
+    values: dict[str, str],
+    log_file: Path,
+    timeout_s: float = COMMAND_TIMEOUT_S,
 ) -> None:
-    """Run argv commands one after another, appending their output to `log_file`."""
-    with log_file.open("a") as sink:
+    """Run argv commands one after another, appending their output to `log_file`.
+
+    Each command runs in its own process group, so a hung test binary (a learner's
+    deadlock) is stopped with everything it started when it exceeds `timeout_s`, and
+    so is everything on Ctrl-C."""
+    with log_file.open("ab") as sink:
         for cmd in commands:
             argv = cmd.render(values)
-            sink.write(f"$ {' '.join(argv)}\n")
+            sink.write(f"$ {' '.join(argv)}\n".encode())
             sink.flush()
-            try:
-                result = subprocess.run(
-                    argv,
-                    cwd=cwd,
-                    env={**os.environ, **{k: v for k, v in cmd.env.items()}},
-                    stdout=sink,
-                    stderr=subprocess.STDOUT,
-                    check=False,
-                )
-            except FileNotFoundError:
+            if os.sep not in argv[0] and shutil.which(argv[0]) is None:
                 raise LeakLabError(
                     f"{argv[0]} is not installed", "run scripts/setup, then leaklab doctor"
-                ) from None
-            if result.returncode != 0:
+                )
+            with ProcessGroup() as group:
+                child = group.start(
+                    argv, cwd=cwd, env=dict(cmd.env), stdout=sink, stderr=subprocess.STDOUT
+                )
+                try:
+                    code = child.wait(timeout=timeout_s)
+                except subprocess.TimeoutExpired:
+                    raise LeakLabError(
+                        f"`{' '.join(argv)}` did not finish within {timeout_s:g} s "
+                        f"(a deadlock?); last lines of {log_file}:\n{tail(log_file)}",
+                        "run the command in the service folder to see where it hangs",
+                    ) from None
+            if code != 0:
                 raise LeakLabError(
-                    f"`{' '.join(argv)}` failed (exit {result.returncode}); "
+                    f"`{' '.join(argv)}` failed (exit {code}); "
                     f"last lines of {log_file}:\n{tail(log_file)}",
                     "fix the error above, then run again",
                 )

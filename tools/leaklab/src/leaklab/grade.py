@@ -42,6 +42,8 @@ from leaklab.runner import RunOptions, run
 from leaklab.spec import Lab
 
 MEASURE_KINDS = ("load", "last", "peak")
+# A learner's unit tests that take longer than this are a deadlock, not a slow machine.
+TEST_TIMEOUT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -206,7 +208,11 @@ def grade(
     test_log.unlink(missing_ok=True)
     try:
         run_commands(
-            lab.build.test, built.src, {"src": str(built.src), "out": str(built.out)}, test_log
+            lab.build.test,
+            built.src,
+            {"src": str(built.src), "out": str(built.out)},
+            test_log,
+            timeout_s=TEST_TIMEOUT_S,
         )
     except LeakLabError as exc:
         return _fail(result, "tests", f"the lab's unit tests fail: {exc.what}")
