@@ -23,7 +23,7 @@ from leaklab.paths import repo_root, work_dir
 from leaklab.procs import interrupts_as_keyboard_interrupt
 from leaklab.runner import RunOptions, run
 from leaklab.spec import Lab, lab_slugs, load_lab
-from leaklab.variants import PATCH_PREFIX
+from leaklab.variants import PATCH_PREFIX, dataset_name
 
 P = ParamSpec("P")
 
@@ -144,7 +144,12 @@ def run_cmd(
     _run_and_print(
         spec,
         RunOptions(
-            variant, _params(duration, rate, param), port, idle, order=_order(spec, variant)
+            variant,
+            _params(duration, rate, param),
+            port,
+            idle,
+            name=dataset_name(variant),
+            order=_order(spec, variant),
         ),
     )
 

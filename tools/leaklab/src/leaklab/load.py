@@ -1,5 +1,10 @@
 """The load side of a run: start the lab's load program and read its progress lines.
 
+A self-driving service (a client program with no separate load, `lab.toml` without
+`[load]`) speaks the same protocol on its stdout and is run through the same class.
+Its final line may also carry `load_end_s`: the seconds since it started at which its
+load phase ended (before it drained, say), where the steady-state window stops.
+
 The contract with a load program (any language) is small: it is bounded by its own
 flags (rate, count, duration) and stops by itself; every second it prints one JSON
 object with cumulative counters (`{"t_s": 3.0, "sent": 1200, "ok": 900, ...}`); at the
@@ -44,12 +49,22 @@ class LoadProgram:
         self._started = 0.0
 
     @property
+    def last_pid(self) -> int | None:
+        """The program's pid even after it exited (for snapshots that name it)."""
+        return self._child.pid if self._child else None
+
+    @property
     def pid(self) -> int | None:
         return self._child.pid if self._child and self._child.poll() is None else None
 
-    def start(self, argv: list[str], cwd: Path, log: Path) -> None:
+    def start(
+        self, argv: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None
+    ) -> None:
         self._started = time.monotonic()
-        self._child = self.group.start(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=log.open("ab"))
+        with log.open("ab") as sink:  # the child keeps its own copy of the descriptor
+            self._child = self.group.start(
+                argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=sink
+            )
         self._reader = threading.Thread(target=self._read, name="load-reader", daemon=True)
         self._reader.start()
 

@@ -109,18 +109,30 @@ def wait_ready(
     port: int,
     timeout_s: float,
     describe_failure: Callable[[], str],
+    what: str = "the service",
+    probe: bool = True,
 ) -> float:
     """Wait until the service answers its readiness probe; return the seconds it took.
 
-    With an HTTP path, ready means a 2xx answer; without one, an accepted TCP connection.
+    With an HTTP path, ready means a 2xx answer; without one, an accepted TCP connection;
+    with `probe=False`, only that the child is still running a moment after its start.
     A child that exits first, or a probe that never passes, is a clear error.
     """
     start = time.monotonic()
+    if not probe:
+        time.sleep(0.1)
+        if child.poll() is not None:
+            raise LeakLabError(
+                f"{what} exited with code {child.returncode} right after its start:\n"
+                f"{describe_failure()}",
+                "read the log above; is the build current?",
+            )
+        return time.monotonic() - start
     deadline = start + timeout_s
     while time.monotonic() < deadline:
         if child.poll() is not None:
             raise LeakLabError(
-                f"the service exited with code {child.returncode} before it was ready:\n"
+                f"{what} exited with code {child.returncode} before it was ready:\n"
                 f"{describe_failure()}",
                 "read the service log above; is the port free and the build current?",
             )
@@ -128,7 +140,7 @@ def wait_ready(
             return time.monotonic() - start
         time.sleep(0.1)
     raise LeakLabError(
-        f"the service was not ready within {timeout_s:.0f} s (probe: {url or f'tcp :{port}'}):\n"
+        f"{what} was not ready within {timeout_s:.0f} s (probe: {url or f'tcp :{port}'}):\n"
         f"{describe_failure()}",
         "check the service log above, or raise [service.ready] timeout_s in lab.toml",
     )

@@ -35,6 +35,9 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
     fits = {s: series_fit(ds, s, lab.analysis.warmup_s) for s in lab.analysis.series}
     final = ds.meta.get("load_result", {})
     load_s = load_seconds(ds)
+    # A self-driving program keeps delivering after its load phase (a drain): count its
+    # acknowledgements over its whole life, not over the sending window.
+    span = float(ds.meta.get("phases", {}).get("exit_s", load_s))
     ok = float(final.get("ok", final.get("acked", 0)))
     rss = ds.series("rss_bytes")["value"]
     return RunSummary(
@@ -42,7 +45,7 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
         variant=ds.variant,
         fits=fits,
         peak_rss_mb=float(rss.max()) / 1e6 if len(rss) else float("nan"),
-        throughput=ok / load_s if load_s > 0 else float("nan"),
+        throughput=ok / span if span > 0 else float("nan"),
         sent=int(final.get("sent", 0)),
         aborted=int(final.get("aborted", 0)),
         errors=int(final.get("errors", 0)),

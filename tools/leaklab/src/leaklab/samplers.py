@@ -121,16 +121,35 @@ def http_json_poll(recorder: Recorder, url: str, series: dict[str, str]) -> Call
 
 
 class JsonlTail:
-    """Reads the lines appended since the last poll; a partial last line waits for the next."""
+    """Reads the lines appended since the last poll; a partial last line waits for the next.
 
-    def __init__(self, recorder: Recorder, path: Path, series: dict[str, str]) -> None:
+    A line is stamped when it is read, unless `time_field` names a field that holds its
+    own time in seconds since `origin()` (monotonic), e.g. since the service started:
+    then a series written at 10 Hz keeps 10 Hz even when the file is read at 2 Hz.
+    """
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        path: Path,
+        series: dict[str, str],
+        time_field: str | None = None,
+        origin: Callable[[], float | None] = lambda: None,
+    ) -> None:
         self.recorder = recorder
         self.path = path
         self.series = series
+        self.time_field = time_field
+        self.origin = origin
         self.offset = 0
         self.partial = b""
+        self._lock = threading.Lock()  # the final drain may race the last scheduled poll
 
     def __call__(self) -> None:
+        with self._lock:
+            self._read()
+
+    def _read(self) -> None:
         try:
             with self.path.open("rb") as f:
                 f.seek(self.offset)
@@ -140,11 +159,16 @@ class JsonlTail:
         self.offset += len(chunk)
         *lines, self.partial = (self.partial + chunk).split(b"\n")
         now = time.monotonic()
+        origin = self.origin()
         for line in lines:
             try:
                 doc = json.loads(line)
             except ValueError:
                 continue
+            at = now
+            if self.time_field and origin is not None:
+                own = lookup(doc, self.time_field)
+                at = now if own is None else origin + own
             for name, field_name in self.series.items():
                 if (value := lookup(doc, field_name)) is not None:
-                    self.recorder.add(name, value, at=now)
+                    self.recorder.add(name, value, at=at)

@@ -8,6 +8,7 @@ and a few generic sampler kinds.
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,9 @@ from leaklab.paths import repo_root
 
 SAMPLER_KINDS = ("http_json", "jsonl_file")
 PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+# An argv element that is exactly `{*name}` becomes several: the value, its own
+# placeholders filled, split like a shell would (`workload = "--mode burst --messages 100"`).
+SPLAT = re.compile(r"\{\*([a-z_][a-z0-9_]*)\}")
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,16 @@ class Command:
     env: dict[str, str] = field(default_factory=dict)
 
     def render(self, values: dict[str, str]) -> list[str]:
-        return [fill(arg, values) for arg in self.argv]
+        out: list[str] = []
+        for arg in self.argv:
+            if splat := SPLAT.fullmatch(arg):
+                out.extend(shlex.split(fill(fill("{" + splat.group(1) + "}", values), values)))
+            else:
+                out.append(fill(arg, values))
+        return out
+
+    def render_env(self, values: dict[str, str]) -> dict[str, str]:
+        return {k: fill(v, values) for k, v in self.env.items()}
 
 
 @dataclass(frozen=True)
@@ -40,12 +53,49 @@ class Build:
 
 
 @dataclass(frozen=True)
+class Ready:
+    """How to know a process is ready: an HTTP 2xx on a path, a TCP connect, or nothing."""
+
+    http: str | None
+    tcp: bool
+    timeout_s: float
+
+
+@dataclass(frozen=True)
 class Service:
-    """The measured process: how to start it and how to know it is ready."""
+    """The measured process: how to start it and how to know it is ready.
+
+    With a `[load]` the service listens on `{port}` and the load program drives it.
+    Without one the service is self-driving (a client program, a batch job): it does
+    its work, prints the load program's progress lines on stdout, and exits; `max_s`
+    bounds how long the harness waits for it.
+    """
 
     command: Command
-    ready_http: str | None
-    ready_timeout_s: float
+    ready: Ready
+    max_s: float
+
+    @property
+    def ready_http(self) -> str | None:
+        return self.ready.http
+
+    @property
+    def ready_timeout_s(self) -> float:
+        return self.ready.timeout_s
+
+
+@dataclass(frozen=True)
+class Aux:
+    """A helper process started before the service (a fake broker, a database).
+
+    It gets its own free loopback port, `{<name>_port}` (and `{<name>_url}`), its own
+    process group and log, and is stopped with everything else at the end of a run.
+    It is not measured, except for its RSS as the series `<name>_rss_bytes`.
+    """
+
+    name: str
+    command: Command
+    ready: Ready
 
 
 @dataclass(frozen=True)
@@ -66,6 +116,10 @@ class Sampler:
     series: dict[str, str]
     interval_s: float
     path: str | None
+    # jsonl_file: a field holding the line's own time in seconds since the run's t_s = 0
+    # (for a self-driving service, since it started); without it a line is stamped when
+    # the harness reads it.
+    time_field: str | None = None
 
 
 @dataclass(frozen=True)
@@ -75,6 +129,7 @@ class Snapshot:
     name: str
     http: str | None
     command: Command | None
+    timeout_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -111,7 +166,7 @@ class Lab:
     stage_names: tuple[str, ...]
     build: Build
     service: Service
-    load: Load
+    load: Load  # empty (no command) when the service is self-driving
     samplers: tuple[Sampler, ...]
     snapshots: tuple[Snapshot, ...]
     analysis: Analysis
@@ -120,6 +175,14 @@ class Lab:
     idle_s: float
     versions: dict[str, tuple[str, ...]]
     bench: Bench | None
+    aux: tuple[Aux, ...] = ()
+    extra_params: dict[str, str] = field(default_factory=dict)
+    self_driving: bool = False  # no [load]: the service drives itself and exits
+
+    @property
+    def params(self) -> dict[str, str]:
+        """The run's parameters: `[params]`, then `[load.params]` (overridable with -p)."""
+        return {**self.extra_params, **self.load.params}
 
     @property
     def lab_dir(self) -> Path:
@@ -284,8 +347,8 @@ def parse_lab(path: Path, root: Path) -> Lab:
     versions = lab.table("versions", required=False).data
     build = top.table("build")
     service = top.table("service")
-    ready = service.table("ready", required=False)
-    load = top.table("load")
+    has_load = "load" in raw
+    load = top.table("load", required=False)
     analysis = top.table("analysis")
     run = top.table("run", required=False)
 
@@ -294,15 +357,40 @@ def parse_lab(path: Path, root: Path) -> Lab:
         kind = s.text("kind")
         if kind not in SAMPLER_KINDS:
             raise s._err("kind", f"is {kind!r}; expected one of {', '.join(SAMPLER_KINDS)}")
+        if kind == "http_json" and not has_load:
+            raise s._err("kind", "http_json needs a service that listens (a [load] section)")
         samplers.append(
-            Sampler(kind, s.str_map("series"), s.num("interval_s", 0.5), s.opt_str("path"))
+            Sampler(
+                kind,
+                s.str_map("series"),
+                s.num("interval_s", 0.5),
+                s.opt_str("path"),
+                s.opt_str("time_field"),
+            )
         )
     snapshots = []
     for s in top.tables("snapshots"):
         http, cmd = s.opt_str("http"), s.data.get("command")
         if (http is None) == (cmd is None):
             raise s._err("http/command", "exactly one of the two must be given")
-        snapshots.append(Snapshot(s.text("name"), http, s.command("command") if cmd else None))
+        if http is not None and not has_load:
+            raise s._err("http", "needs a service that listens (a [load] section)")
+        snapshots.append(
+            Snapshot(
+                s.text("name"),
+                http,
+                s.command("command") if cmd else None,
+                s.num("timeout_s", 60),
+            )
+        )
+    aux: list[Aux] = []
+    for a in top.tables("aux"):
+        name = a.text("name")
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in ("service", "load"):
+            raise a._err("name", f"is {name!r}; use lower case letters, digits and _")
+        if name in {x.name for x in aux}:
+            raise a._err("name", f"{name!r} is used twice")
+        aux.append(Aux(name, a.command("command"), _ready(a, default_tcp=False)))
 
     series = analysis.strs("series", ["rss_bytes"])
     verdict_series = analysis.text("verdict_series", series[0])
@@ -322,15 +410,19 @@ def parse_lab(path: Path, root: Path) -> Lab:
         build=Build(build.commands("commands"), build.commands("test")),
         service=Service(
             service.command("command"),
-            ready.opt_str("http"),
-            ready.num("timeout_s", 30),
+            # A listening service is probed by TCP unless told otherwise (as before);
+            # a self-driving one is not probed unless its lab.toml asks.
+            _ready(service, default_tcp=has_load),
+            service.num("max_s", 120),
         ),
         load=Load(
             load.commands("build"),
             load.command("command"),
             load.str_map("params"),
             load.num("grace_s", 15),
-        ),
+        )
+        if has_load
+        else Load((), Command(()), {}, 0.0),
         samplers=tuple(samplers),
         snapshots=tuple(snapshots),
         analysis=Analysis(
@@ -345,7 +437,22 @@ def parse_lab(path: Path, root: Path) -> Lab:
         idle_s=run.num("idle_s", 0),
         versions={name: lab.table("versions").strs(name) for name in versions},
         bench=_bench(top.table("bench", required=False)),
+        aux=tuple(aux),
+        extra_params=top.str_map("params"),
+        self_driving=not has_load,
     )
+
+
+def _ready(owner: _Table, default_tcp: bool) -> Ready:
+    """`ready = { http = "/healthz" }`, `{ tcp = true }`, or none; `timeout_s` for either."""
+    ready = owner.table("ready", required=False)
+    http = ready.opt_str("http")
+    tcp = ready.data.get("tcp", default_tcp and http is None)
+    if not isinstance(tcp, bool):
+        raise ready._err("tcp", "must be true or false")
+    if http and tcp:
+        raise ready._err("http/tcp", "give one probe, not both")
+    return Ready(http, tcp, ready.num("timeout_s", 30))
 
 
 def _bench(table: _Table) -> Bench | None:

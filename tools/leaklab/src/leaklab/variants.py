@@ -26,6 +26,13 @@ PATCH_PREFIX = "patch:"
 IGNORED_NAMES = {".git", "target", "_build", "deps", "node_modules", "__pycache__", ".idea"}
 
 
+def dataset_name(variant: str) -> str:
+    """A file-name-safe name for a variant's dataset: `patch:dir/x.patch` -> `patch-x`."""
+    if variant.startswith(PATCH_PREFIX):
+        return "patch-" + Path(variant[len(PATCH_PREFIX) :]).stem
+    return variant
+
+
 def patches_for(lab: Lab, variant: str) -> list[Path]:
     """The solution patches a variant applies, in order."""
     count = len(lab.patches)
