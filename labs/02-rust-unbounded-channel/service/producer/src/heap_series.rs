@@ -1,0 +1,75 @@
+//! Heap time series for the `stats-alloc` feature.
+
+use std::alloc::System;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
+
+/// Counts every allocation in the process.
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+
+const INTERVAL: Duration = Duration::from_millis(100);
+
+/// Writes the allocator's cumulative counters to a file every 100 ms, one
+/// JSON line per sample, so a plot shows how much heap is live over time.
+///
+/// Each line is flushed as it is written so a reader can tail the file
+/// while the producer runs.
+pub struct HeapSeries {
+    stop: mpsc::Sender<()>,
+    thread: thread::JoinHandle<()>,
+}
+
+impl HeapSeries {
+    /// Starts sampling into `$LEAKLAB_SERIES_FILE`; `Ok(None)` if unset.
+    pub fn from_env(origin: Instant) -> std::io::Result<Option<HeapSeries>> {
+        let Some(path) = std::env::var_os("LEAKLAB_SERIES_FILE") else {
+            return Ok(None);
+        };
+        let mut out = BufWriter::new(File::create(path)?);
+        let (stop, stopped) = mpsc::channel();
+        let thread = thread::Builder::new()
+            .name("heap-series".into())
+            .spawn(move || {
+                let mut next = origin;
+                loop {
+                    // A failed write only loses the series, not the run.
+                    let _ = sample(&mut out, origin);
+                    next += INTERVAL;
+                    let wait = next.saturating_duration_since(Instant::now());
+                    match stopped.recv_timeout(wait) {
+                        Err(RecvTimeoutError::Timeout) => {}
+                        // Stop asked: take a last sample at the very end.
+                        _ => {
+                            let _ = sample(&mut out, origin);
+                            return;
+                        }
+                    }
+                }
+            })?;
+        Ok(Some(HeapSeries { stop, thread }))
+    }
+
+    pub fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
+
+fn sample(out: &mut impl Write, origin: Instant) -> std::io::Result<()> {
+    let stats = GLOBAL.stats();
+    let allocated = stats.bytes_allocated as u64;
+    let deallocated = stats.bytes_deallocated as u64;
+    writeln!(
+        out,
+        "{{\"t_s\":{:.3},\"allocated_bytes\":{allocated},\"deallocated_bytes\":{deallocated},\"live_bytes\":{}}}",
+        origin.elapsed().as_secs_f64(),
+        allocated as i64 - deallocated as i64,
+    )?;
+    out.flush()
+}

@@ -1,0 +1,104 @@
+//! `producer`: the Leak Lab test program.
+//!
+//! Pushes a burst or a steady stream of messages through `courier`, prints a
+//! JSON progress line every second and a final `"done"` line after `close`
+//! has flushed everything. Exit codes: 0 success, 1 delivery failed, 2 bad
+//! command line.
+//!
+//! Build with `--features stats-alloc` for a heap time series, or
+//! `--features dhat-heap` for a dhat heap profile (not both).
+
+#[cfg(all(feature = "stats-alloc", feature = "dhat-heap"))]
+compile_error!("features `stats-alloc` and `dhat-heap` both install a global allocator; pick one");
+
+mod args;
+#[cfg(feature = "stats-alloc")]
+mod heap_series;
+mod progress;
+mod workload;
+
+use std::process::ExitCode;
+use std::time::Instant;
+
+use args::Mode;
+use courier::{Client, Config};
+use progress::ProgressReporter;
+
+#[cfg(feature = "dhat-heap")]
+#[global_allocator]
+static DHAT: dhat::Alloc = dhat::Alloc;
+
+fn main() -> ExitCode {
+    // The profiler writes its file when dropped, which is why `main`
+    // returns an ExitCode instead of calling `process::exit`.
+    #[cfg(feature = "dhat-heap")]
+    let _profiler = match std::env::var("LEAKLAB_DHAT_FILE") {
+        Ok(path) => dhat::Profiler::builder().file_name(path).build(),
+        Err(_) => dhat::Profiler::new_heap(),
+    };
+
+    let origin = Instant::now();
+    let args = match args::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("producer: {e}");
+            return ExitCode::from(2);
+        }
+    };
+
+    #[cfg(feature = "stats-alloc")]
+    let series = match heap_series::HeapSeries::from_env(origin) {
+        Ok(series) => series,
+        Err(e) => {
+            eprintln!("producer: cannot write LEAKLAB_SERIES_FILE: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+
+    let code = run(&args, origin);
+
+    #[cfg(feature = "stats-alloc")]
+    if let Some(series) = series {
+        series.stop();
+    }
+    code
+}
+
+fn run(args: &args::Args, origin: Instant) -> ExitCode {
+    let client = match Client::connect(&args.broker, Config::default()) {
+        Ok(client) => client,
+        Err(e) => {
+            eprintln!("producer: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let stats = client.stats();
+    let reporter = ProgressReporter::start(stats.clone(), origin);
+    let payload = vec![0xA5u8; args.size];
+
+    let started = Instant::now();
+    let sent = match args.mode {
+        Mode::Burst { messages } => workload::burst(&client, &payload, messages),
+        Mode::Steady { rate, duration } => workload::steady(&client, &payload, rate, duration),
+    };
+    // The load phase ends here; what follows is the drain of whatever is queued.
+    let load_end = origin.elapsed();
+    // Close even after a failed send: it stops the background sender and
+    // reports the same failure with the final counts.
+    let closed = client.close();
+    let wall = started.elapsed();
+
+    reporter.stop();
+    println!(
+        "{}",
+        progress::done_line(origin.elapsed(), stats.snapshot(), wall, load_end)
+    );
+
+    match sent.and(closed) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("producer: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

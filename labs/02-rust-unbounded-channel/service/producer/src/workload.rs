@@ -1,0 +1,38 @@
+use std::thread;
+use std::time::{Duration, Instant};
+
+use courier::{Client, Error};
+
+/// How often steady mode wakes up to send what has fallen due. Short enough
+/// to look smooth at 100,000 messages/s, long enough not to spin a core.
+const STEADY_TICK: Duration = Duration::from_millis(1);
+
+/// Sends `messages` copies of `payload` back to back.
+pub fn burst(client: &Client, payload: &[u8], messages: u64) -> Result<(), Error> {
+    for _ in 0..messages {
+        client.send(payload)?;
+    }
+    Ok(())
+}
+
+/// Sends `rate` copies of `payload` per second for `duration`.
+///
+/// Messages are due on a fixed schedule from the start; if `send` holds
+/// the caller up, the schedule is not stretched, the backlog is sent as
+/// soon as `send` allows, and whatever is still due at the end is skipped.
+pub fn steady(client: &Client, payload: &[u8], rate: u64, duration: Duration) -> Result<(), Error> {
+    let start = Instant::now();
+    let mut sent: u64 = 0;
+    loop {
+        let elapsed = start.elapsed();
+        if elapsed >= duration {
+            return Ok(());
+        }
+        let due = (elapsed.as_secs_f64() * rate as f64) as u64;
+        while sent < due && start.elapsed() < duration {
+            client.send(payload)?;
+            sent += 1;
+        }
+        thread::sleep(STEADY_TICK);
+    }
+}
