@@ -1,0 +1,36 @@
+defmodule SocketApi.Channel do
+  @moduledoc """
+  One process per topic a socket has joined (the role a Phoenix channel server plays).
+
+  It lives as long as the join: it stops on `leave` and when its connection goes
+  away (it monitors the connection). Requests arrive as casts; the reply goes back to
+  the connection process as a message, tagged with the request's `ref`.
+  """
+  use GenServer, restart: :temporary
+
+  alias SocketApi.Catalog
+
+  @spec start_link({binary(), pid()}) :: GenServer.on_start()
+  def start_link({topic, connection}), do: GenServer.start_link(__MODULE__, {topic, connection})
+
+  @doc "Asks for `params` on behalf of `ref`; the answer arrives as `{:channel_reply, ...}`."
+  @spec request(pid(), binary(), map()) :: :ok
+  def request(channel, ref, params), do: GenServer.cast(channel, {:request, ref, params})
+
+  @impl true
+  def init({topic, connection}) do
+    Process.monitor(connection)
+    {:ok, %{topic: topic, connection: connection}}
+  end
+
+  @impl true
+  def handle_cast({:request, ref, params}, state) do
+    items = Catalog.list_items(state.topic, params)
+    send(state.connection, {:channel_reply, state.topic, ref, items})
+    {:noreply, state}
+  end
+
+  @impl true
+  def handle_info({:DOWN, _, :process, pid, _}, %{connection: pid} = state),
+    do: {:stop, :normal, state}
+end

@@ -1,0 +1,213 @@
+defmodule SocketApi.Connection do
+  @moduledoc """
+  One process per accepted socket (the role Cowboy's WebSocket process plays under
+  Phoenix).
+
+  It reads the HTTP request head. A plain request (`/healthz`, `/metrics`, `/debug/...`)
+  gets one response and the process stops. A WebSocket upgrade turns the process into
+  the socket's owner for the rest of its life: it decodes frames, starts a
+  `SocketApi.Channel` per joined topic, routes requests to them, and encodes their
+  replies as JSON text frames.
+
+  A bad frame closes the socket with the matching close code; a malformed message
+  gets an error reply. Either way only this connection and its channels are affected.
+  """
+  use GenServer, restart: :temporary
+
+  alias SocketApi.{Channel, Frames, Handshake, HTTP, Introspection, Protocol}
+
+  require Logger
+
+  def start_link(_opts), do: GenServer.start_link(__MODULE__, :ok)
+
+  @doc "Hands over an accepted socket; the caller must already have made us its owner."
+  @spec take(pid(), :gen_tcp.socket()) :: :ok
+  def take(pid, socket), do: GenServer.cast(pid, {:take, socket})
+
+  @impl true
+  def init(:ok), do: {:ok, %{socket: nil, frames: nil, topics: %{}}}
+
+  @impl true
+  def handle_cast({:take, socket}, state) do
+    timeout = Application.fetch_env!(:socket_api, :handshake_timeout_ms)
+
+    case HTTP.read_request(socket, timeout) do
+      {:ok, request} -> route(request, %{state | socket: socket})
+      {:error, _reason} -> respond_and_stop(%{state | socket: socket}, 400, "bad request\n")
+    end
+  end
+
+  @impl true
+  def handle_info({:tcp, socket, data}, %{socket: socket} = state) do
+    case Frames.feed(state.frames, data) do
+      {:ok, events, frames} -> handle_events(events, %{state | frames: frames})
+      {:error, code} -> close_and_stop(state, code)
+    end
+  end
+
+  def handle_info({:tcp_closed, socket}, %{socket: socket} = state),
+    do: {:stop, :normal, state}
+
+  def handle_info({:tcp_error, socket, _reason}, %{socket: socket} = state),
+    do: {:stop, :normal, state}
+
+  def handle_info({:channel_reply, topic, ref, items}, state) do
+    send_text(state, Protocol.reply(ref, topic, items))
+    {:noreply, state}
+  end
+
+  # A channel that dies on its own (not through `leave`) is forgotten, and the client
+  # told, so that it can join again.
+  def handle_info({:DOWN, _, :process, pid, reason}, state) do
+    case Enum.find(state.topics, fn {_topic, channel} -> channel == pid end) do
+      {topic, _} ->
+        Logger.warning("channel #{topic} exited: #{inspect(reason)}")
+        send_text(state, Protocol.error(nil, :channel_exited))
+        {:noreply, %{state | topics: Map.delete(state.topics, topic)}}
+
+      nil ->
+        {:noreply, state}
+    end
+  end
+
+  # -- HTTP ------------------------------------------------------------------------
+
+  defp route(%{path: "/socket"} = request, state) do
+    case Handshake.accept(request) do
+      {:ok, response} ->
+        :ok = :gen_tcp.send(state.socket, response)
+        {:ok, _} = Registry.register(SocketApi.Registry, :websocket, nil)
+        max = Application.fetch_env!(:socket_api, :max_message_bytes)
+        :ok = :inet.setopts(state.socket, active: :once)
+        {:noreply, %{state | frames: Frames.new(max)}}
+
+      {:error, reason} ->
+        respond_and_stop(state, 400, "bad websocket handshake: #{reason}\n")
+    end
+  end
+
+  defp route(%{method: :GET, path: "/healthz"}, state),
+    do: respond_and_stop(state, 200, "ok\n")
+
+  defp route(%{method: :GET, path: "/metrics"}, state),
+    do: respond_json(state, Introspection.metrics())
+
+  defp route(%{method: :GET, path: "/debug/processes", query: query}, state),
+    do: respond_json(state, Introspection.top_processes(top_n(query)))
+
+  defp route(%{method: :POST, path: "/debug/gc"}, state),
+    do: respond_json(state, Introspection.collect_everything())
+
+  defp route(%{path: path}, state)
+       when path in ["/healthz", "/metrics", "/debug/processes", "/debug/gc"],
+       do: respond_and_stop(state, 405, "method not allowed\n")
+
+  defp route(_request, state), do: respond_and_stop(state, 404, "not found\n")
+
+  defp top_n(query) do
+    case URI.decode_query(query) do
+      %{"top" => top} ->
+        case Integer.parse(top) do
+          {n, ""} when n in 1..1000 -> n
+          _ -> 20
+        end
+
+      _ ->
+        20
+    end
+  end
+
+  defp respond_json(state, doc) do
+    :gen_tcp.send(state.socket, HTTP.response(200, "application/json", :jiffy.encode(doc)))
+    :gen_tcp.close(state.socket)
+    {:stop, :normal, state}
+  end
+
+  defp respond_and_stop(state, status, body) do
+    :gen_tcp.send(state.socket, HTTP.response(status, "text/plain", body))
+    :gen_tcp.close(state.socket)
+    {:stop, :normal, state}
+  end
+
+  # -- WebSocket -------------------------------------------------------------------
+
+  defp handle_events([], state) do
+    :ok = :inet.setopts(state.socket, active: :once)
+    {:noreply, state}
+  end
+
+  defp handle_events([{:text, text} | rest], state),
+    do: handle_events(rest, handle_message(Protocol.decode(text), state))
+
+  defp handle_events([{:binary, _} | rest], state) do
+    send_text(state, Protocol.error(nil, :binary_not_supported))
+    handle_events(rest, state)
+  end
+
+  defp handle_events([{:ping, payload} | rest], state) do
+    :gen_tcp.send(state.socket, Frames.pong(payload))
+    handle_events(rest, state)
+  end
+
+  defp handle_events([{:pong, _} | rest], state), do: handle_events(rest, state)
+
+  defp handle_events([{:close, _code, _reason} | _], state), do: close_and_stop(state, 1000)
+
+  defp handle_message({:ok, {:join, ref, topic}}, state) do
+    max_topics = Application.fetch_env!(:socket_api, :max_topics_per_socket)
+
+    cond do
+      Map.has_key?(state.topics, topic) ->
+        reply_error(state, ref, :already_joined)
+
+      map_size(state.topics) >= max_topics ->
+        reply_error(state, ref, :too_many_topics)
+
+      true ->
+        {:ok, channel} =
+          DynamicSupervisor.start_child(SocketApi.ChannelSupervisor, {Channel, {topic, self()}})
+
+        Process.monitor(channel)
+        send_text(state, Protocol.joined(ref, topic))
+        %{state | topics: Map.put(state.topics, topic, channel)}
+    end
+  end
+
+  defp handle_message({:ok, {:request, ref, topic, params}}, state) do
+    case state.topics do
+      %{^topic => channel} ->
+        Channel.request(channel, ref, params)
+        state
+
+      _ ->
+        reply_error(state, ref, :not_joined)
+    end
+  end
+
+  defp handle_message({:ok, {:leave, ref, topic}}, state) do
+    case Map.pop(state.topics, topic) do
+      {nil, _} ->
+        reply_error(state, ref, :not_joined)
+
+      {channel, topics} ->
+        DynamicSupervisor.terminate_child(SocketApi.ChannelSupervisor, channel)
+        send_text(state, Protocol.left(ref, topic))
+        %{state | topics: topics}
+    end
+  end
+
+  defp handle_message({:error, ref, reason}, state), do: reply_error(state, ref, reason)
+
+  defp reply_error(state, ref, reason) do
+    send_text(state, Protocol.error(ref, reason))
+    state
+  end
+
+  defp send_text(state, json), do: :gen_tcp.send(state.socket, Frames.text(json))
+
+  defp close_and_stop(state, code) do
+    :gen_tcp.send(state.socket, Frames.close(code))
+    :gen_tcp.close(state.socket)
+    {:stop, :normal, state}
+  end
+end

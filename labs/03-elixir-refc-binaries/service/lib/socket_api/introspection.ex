@@ -1,0 +1,128 @@
+defmodule SocketApi.Introspection do
+  @moduledoc """
+  What the service tells about its own memory, as JSON-ready maps: the figures
+  `:erlang.memory/0` gives for the node, and `Process.info/2` for each process
+  (what observer_cli shows in its process table).
+
+  A process's `memory` is its own heap, stack and message queue. The large binaries
+  it refers to live outside it, on the shared binary heap; `Process.info(pid, :binary)`
+  lists the ones it still holds a reference to, which is what keeps them alive.
+  """
+
+  @doc "Node memory, and the channel and connection processes summarised."
+  @spec metrics() :: map()
+  def metrics do
+    %{
+      "memory" => node_memory(),
+      "channels" => summarise(channel_pids()),
+      "connections" => summarise(connection_pids()),
+      "process_count" => :erlang.system_info(:process_count)
+    }
+  end
+
+  @doc "The `n` processes with the most memory (own plus referenced binaries)."
+  @spec top_processes(pos_integer()) :: map()
+  def top_processes(n) do
+    kinds =
+      Map.merge(kind_map(connection_pids(), "connection"), kind_map(channel_pids(), "channel"))
+
+    rows =
+      Process.list()
+      |> Enum.flat_map(&row/1)
+      |> Enum.sort_by(&(-&1["total_bytes"]))
+      |> Enum.take(n)
+      |> Enum.map(&describe(&1, kinds))
+
+    %{"memory" => node_memory(), "processes" => rows}
+  end
+
+  @doc """
+  Garbage-collects every process on the node and reports memory before and after.
+
+  An experiment, not a remedy: it proves that the memory is garbage still referenced
+  by idle processes (it comes back), at the cost of stopping every process in turn.
+  """
+  @spec collect_everything() :: map()
+  def collect_everything do
+    before = metrics()
+    started = System.monotonic_time(:microsecond)
+    Enum.each(Process.list(), &:erlang.garbage_collect/1)
+    took = System.monotonic_time(:microsecond) - started
+    %{"before" => before, "after" => metrics(), "gc_us" => took}
+  end
+
+  defp node_memory do
+    memory = :erlang.memory()
+
+    %{
+      "total" => memory[:total],
+      "processes" => memory[:processes],
+      "binary" => memory[:binary]
+    }
+  end
+
+  defp channel_pids do
+    for {_, pid, _, _} <- DynamicSupervisor.which_children(SocketApi.ChannelSupervisor),
+        is_pid(pid),
+        do: pid
+  end
+
+  defp connection_pids do
+    for {pid, _} <- Registry.lookup(SocketApi.Registry, :websocket), do: pid
+  end
+
+  defp kind_map(pids, kind), do: Map.new(pids, &{&1, kind})
+
+  # The per-process figures a leak hunt needs; empty when the process has exited.
+  defp row(pid) do
+    case Process.info(pid, [:memory, :binary, :message_queue_len]) do
+      nil ->
+        []
+
+      info ->
+        binary_bytes = info[:binary] |> Enum.map(fn {_id, size, _refc} -> size end) |> Enum.sum()
+
+        [
+          %{
+            "pid" => pid,
+            "memory_bytes" => info[:memory],
+            "binary_bytes" => binary_bytes,
+            "binary_refs" => length(info[:binary]),
+            "total_bytes" => info[:memory] + binary_bytes,
+            "message_queue_len" => info[:message_queue_len]
+          }
+        ]
+    end
+  end
+
+  defp describe(row, kinds) do
+    pid = row["pid"]
+
+    name =
+      case Process.info(pid, :registered_name) do
+        {:registered_name, name} when is_atom(name) and name != [] -> inspect(name)
+        _ -> pid |> :proc_lib.translate_initial_call() |> format_mfa()
+      end
+
+    %{row | "pid" => inspect(pid)}
+    |> Map.put("kind", Map.get(kinds, pid, "other"))
+    |> Map.put("name", name)
+  end
+
+  defp format_mfa({m, f, a}), do: Exception.format_mfa(m, f, a)
+
+  defp summarise(pids) do
+    rows = Enum.flat_map(pids, &row/1)
+    count = length(rows)
+    memory = rows |> Enum.map(& &1["memory_bytes"]) |> Enum.sum()
+    binary = rows |> Enum.map(& &1["binary_bytes"]) |> Enum.sum()
+
+    %{
+      "count" => count,
+      "memory_bytes" => memory,
+      "binary_bytes" => binary,
+      "avg_bytes" => if(count > 0, do: div(memory + binary, count), else: 0),
+      "max_bytes" => rows |> Enum.map(& &1["total_bytes"]) |> Enum.max(fn -> 0 end)
+    }
+  end
+end

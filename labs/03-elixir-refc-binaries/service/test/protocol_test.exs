@@ -1,0 +1,30 @@
+defmodule SocketApi.ProtocolTest do
+  use ExUnit.Case, async: true
+
+  alias SocketApi.Protocol
+
+  test "decodes the three client messages" do
+    assert {:ok, {:join, "1", "t"}} = Protocol.decode(~s({"type":"join","ref":"1","topic":"t"}))
+    assert {:ok, {:leave, "2", "t"}} = Protocol.decode(~s({"type":"leave","ref":"2","topic":"t"}))
+
+    assert {:ok, {:request, "3", "t", %{limit: 7}}} =
+             Protocol.decode(
+               ~s({"type":"request","ref":"3","topic":"t","op":"list_items","params":{"limit":7}})
+             )
+  end
+
+  test "malformed messages become errors with the ref when there is one" do
+    assert {:error, nil, :invalid_json} = Protocol.decode("{nope")
+    assert {:error, nil, :not_an_object} = Protocol.decode("[1]")
+    assert {:error, "9", :unknown_type} = Protocol.decode(~s({"type":"dance","ref":"9"}))
+    assert {:error, "9", :missing_field} = Protocol.decode(~s({"type":"join","ref":"9"}))
+    assert {:error, "9", :unknown_op} = Protocol.decode(~s({"type":"request","ref":"9","op":"x"}))
+
+    assert {:error, "9", :bad_params} =
+             Protocol.decode(
+               ~s({"type":"request","ref":"9","topic":"t","op":"list_items","params":{"limit":101}})
+             )
+
+    assert {:error, "9", :bad_topic} = Protocol.decode(~s({"type":"join","ref":"9","topic":""}))
+  end
+end

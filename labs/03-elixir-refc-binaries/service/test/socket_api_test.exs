@@ -1,0 +1,135 @@
+defmodule SocketApiTest do
+  # Not async: these tests share the running application and its listener.
+  use ExUnit.Case
+
+  alias SocketApi.WsClient
+
+  setup do
+    %{port: SocketApi.Listener.port()}
+  end
+
+  describe "plain HTTP" do
+    test "healthz and metrics answer", %{port: port} do
+      assert {200, "ok\n"} = WsClient.http(port, "GET /healthz HTTP/1.1")
+      {200, body} = WsClient.http(port, "GET /metrics HTTP/1.1")
+
+      assert %{"memory" => %{"binary" => _}, "channels" => %{"count" => _}} =
+               :jiffy.decode(body, [:return_maps])
+    end
+
+    test "unknown paths, wrong methods and garbage get an error status", %{port: port} do
+      assert {404, _} = WsClient.http(port, "GET /nope HTTP/1.1")
+      assert {405, _} = WsClient.http(port, "DELETE /metrics HTTP/1.1")
+      assert {400, _} = WsClient.http(port, "this is not http")
+    end
+
+    test "an upgrade without a key is refused", %{port: port} do
+      request = "GET /socket HTTP/1.1\r\nupgrade: websocket\r\nconnection: upgrade"
+      assert {400, _} = WsClient.http(port, request)
+    end
+  end
+
+  describe "handshake" do
+    test "the accept key follows RFC 6455", %{port: port} do
+      {_socket, head, key, _} = WsClient.connect(port)
+      assert head =~ "HTTP/1.1 101"
+      assert head =~ "sec-websocket-accept: #{:cow_ws.encode_key(key)}"
+    end
+  end
+
+  describe "protocol" do
+    test "join, request, leave", %{port: port} do
+      ws = WsClient.open(port)
+      WsClient.send_json(ws, %{type: "join", ref: "1", topic: "t:1"})
+      assert {%{"type" => "joined", "ref" => "1", "topic" => "t:1"}, ws} = WsClient.recv_json(ws)
+
+      WsClient.send_json(ws, %{
+        type: "request",
+        ref: "2",
+        topic: "t:1",
+        op: "list_items",
+        params: %{limit: 3}
+      })
+
+      assert {%{"type" => "reply", "ref" => "2", "status" => "ok", "items" => items}, ws} =
+               WsClient.recv_json(ws)
+
+      assert [%{"id" => 1, "profiles" => "profiles:1:" <> _}, _, _] = items
+
+      WsClient.send_json(ws, %{type: "leave", ref: "3", topic: "t:1"})
+      assert {%{"type" => "left", "ref" => "3"}, _} = WsClient.recv_json(ws)
+    end
+
+    test "malformed requests get an error reply and the connection stays", %{port: port} do
+      ws = WsClient.open(port)
+      WsClient.send_frame(ws, {:text, "{not json"})
+      assert {%{"type" => "error", "reason" => "invalid_json"}, ws} = WsClient.recv_json(ws)
+
+      WsClient.send_json(ws, %{type: "request", ref: "5", topic: "t", op: "list_items"})
+
+      assert {%{"type" => "error", "ref" => "5", "reason" => "not_joined"}, ws} =
+               WsClient.recv_json(ws)
+
+      WsClient.send_json(ws, %{type: "join", ref: "6", topic: "t"})
+      assert {%{"type" => "joined"}, ws} = WsClient.recv_json(ws)
+      WsClient.send_json(ws, %{type: "join", ref: "7", topic: "t"})
+      assert {%{"type" => "error", "reason" => "already_joined"}, ws} = WsClient.recv_json(ws)
+
+      WsClient.send_frame(ws, {:ping, "hi"})
+      assert {{:pong, "hi"}, _} = WsClient.recv_frame(ws)
+    end
+
+    test "a bad frame closes with 1002", %{port: port} do
+      ws = WsClient.open(port)
+      # Unmasked: a client must mask every frame.
+      WsClient.send_raw(ws, <<1::1, 0::3, 1::4, 0::1, 1::7, "x">>)
+      assert {1002, :closed} = WsClient.await_close(ws)
+    end
+
+    test "an oversized message closes with 1009", %{port: port} do
+      ws = WsClient.open(port)
+      WsClient.send_frame(ws, {:text, :binary.copy("a", 70_000)})
+      assert {1009, :closed} = WsClient.await_close(ws)
+    end
+
+    test "a client close is answered with 1000", %{port: port} do
+      ws = WsClient.open(port)
+      WsClient.send_frame(ws, {:close, 1000, ""})
+      assert {1000, :closed} = WsClient.await_close(ws)
+    end
+  end
+
+  describe "memory" do
+    # Whatever a socket's processes keep between requests, closing the socket must
+    # give all of it back: the channel and the connection exit, and every binary
+    # they referenced is released.
+    test "a closed socket leaves no channel and no binaries behind", %{port: port} do
+      before = :erlang.memory(:binary)
+      ws = WsClient.open(port)
+      WsClient.send_json(ws, %{type: "join", ref: "1", topic: "m"})
+      {_, ws} = WsClient.recv_json(ws)
+
+      WsClient.send_json(ws, %{type: "request", ref: "2", topic: "m", op: "list_items"})
+      {%{"items" => items}, ws} = WsClient.recv_json(ws)
+      assert length(items) == 100
+      assert :erlang.memory(:binary) - before > 500_000
+
+      WsClient.send_frame(ws, {:close, 1000, ""})
+      WsClient.await_close(ws)
+
+      assert eventually(fn ->
+               DynamicSupervisor.count_children(SocketApi.ChannelSupervisor).active == 0
+             end)
+
+      assert eventually(fn -> :erlang.memory(:binary) - before < 200_000 end)
+    end
+  end
+
+  defp eventually(check, tries \\ 50) do
+    cond do
+      check.() -> true
+      tries == 0 -> false
+      true -> Process.sleep(20) && eventually(check, tries - 1)
+    end
+  end
+end
