@@ -6,7 +6,7 @@ PYTEST := .venv/bin/pytest
 LAB ?= 01
 VARIANT ?= broken
 
-.PHONY: help setup demo test lint run compare capture doctor notebooks bench clean
+.PHONY: help setup demo test lint run compare capture doctor notebooks bench grade diff slides clean
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -21,13 +21,22 @@ test: setup lint ## the whole test suite (what CI runs)
 	@$(PYTEST) tools/leaklab -m "not leak" -q
 	@$(PYTEST) tools/leaklab -m leak -q
 
-lint: setup ## ruff and mypy on the harness; go vet and gofmt on the Go labs
+lint: setup ## ruff and mypy on the harness; go vet and gofmt on the Go labs; cargo fmt and clippy on the Rust labs
 	@.venv/bin/ruff check tools/leaklab
 	@.venv/bin/ruff format --check tools/leaklab
 	@.venv/bin/mypy tools/leaklab/src
 	@for mod in labs/*/service labs/*/load; do \
 	  if [ -f $$mod/go.mod ]; then \
 	    (cd $$mod && go vet ./... && test -z "$$(gofmt -l .)") || { echo "go lint failed in $$mod"; exit 1; }; \
+	  fi; \
+	done
+	@# Rust: clippy shares the lab's cargo target folder with the harness's builds.
+	@for ws in labs/*/service labs/*/load; do \
+	  if [ -f $$ws/Cargo.toml ]; then \
+	    lab=$$(basename $$(dirname $$ws)); \
+	    (cd $$ws && cargo fmt --all --check && \
+	      cargo clippy --quiet --locked --all-targets --target-dir "$(CURDIR)/.leaklab/build/$$lab/cargo-target" -- -D warnings) \
+	      || { echo "rust lint failed in $$ws"; exit 1; }; \
 	  fi; \
 	done
 
@@ -45,6 +54,15 @@ notebooks: setup ## execute every notebook in place on the committed datasets
 
 bench: setup ## per-operation view of lab 01: go test -bench, broken vs fixed (benchstat)
 	@.venv/bin/python -m leaklab.bench $(LAB)
+
+grade: setup ## grade your fix in labs/NN/service: make grade LAB=01
+	@$(LEAKLAB) grade $(LAB)
+
+diff: setup ## your change beside the solution's patches: make diff LAB=01
+	@$(LEAKLAB) diff $(LAB)
+
+slides: setup ## build every deck to slides/build/ (HTML; PDF when chromium is present)
+	@scripts/build-slides
 
 doctor: setup ## check this machine for the course
 	@$(LEAKLAB) doctor
