@@ -1,0 +1,503 @@
+"""`python -m leaklab.slides`: the course's Marp decks, built from the real files.
+
+A deck (`slides/NN-*.md`) never retypes code or figures. It marks *generated regions*,
+each an opening HTML comment, generated text, and a closing comment:
+
+    <!-- include: labs/01-go-bulk-abort/service/bulk/flush.go#L30-L38 -->
+    ...a caption and a fenced code block, copied from those lines...
+    <!-- /include -->
+
+    <!-- table: 01 -->              the lab's summary table from datasets/<lab>/ (slopes,
+    ...                             95% CIs, peak RSS, throughput, verdict), computed by
+    <!-- /table -->                 leaklab.report.summarise, as `leaklab compare` does
+
+    <!-- plot: runs 01 series=go_heap_inuse_bytes runs=broken,fixed img=h:420 -->
+    ![h:420](build/plots/....png)   a PNG drawn from the committed datasets at build time,
+    <!-- /plot -->                  by leaklab.report.plot (`runs`) or by `fit` below
+
+Paths are relative to the repository root; an include's lines are shown with tabs as four
+spaces and the common indentation removed, and nothing else changes. Commands:
+
+- `check`: every generated region in every deck equals what its sources give now (an
+  excerpt whose file moved on fails), and every content slide has speaker notes;
+- `sync`: rewrite the generated regions in place from their sources (then review the diff);
+- `build [--pdf] [--images]`: expand every deck from its sources into slides/build/, draw
+  its plots there, and run the Marp CLI (slides/node_modules, `scripts/setup-slides`);
+- `new NN`: start a lab's deck from slides/template-lab.md.
+
+Markers are HTML comments, which Marp shows as presenter notes: the build removes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from leaklab import dataset, report
+from leaklab.analysis import fit_slope, load_seconds, scale, steady_window, unit_per_min
+from leaklab.errors import LeakLabError
+from leaklab.paths import repo_root
+from leaklab.spec import Lab, load_lab
+
+KINDS = ("include", "table", "plot")
+REGION = re.compile(
+    r"<!-- (?P<kind>include|table|plot): (?P<arg>[^>]*?) -->\n(?P<body>.*?)<!-- /(?P=kind) -->",
+    re.S,
+)
+LANGS = {
+    ".go": "go",
+    ".rs": "rust",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".scala": "scala",
+    ".patch": "diff",
+    ".diff": "diff",
+    ".toml": "toml",
+    ".py": "python",
+    ".sh": "bash",
+    ".txt": "text",
+}
+# Table headings for the series the labs share; any other series shows its own name.
+LABELS = {
+    "rss_bytes": "RSS",
+    "go_heap_inuse_bytes": "Go heap in use",
+    "jvm_heap_after_gc_bytes": "JVM heap after GC",
+    "beam_binary_bytes": "BEAM binaries",
+    "rust_allocated_bytes": "Rust allocated",
+}
+# Marp directives (`<!-- _class: lead -->`) are comments too, but not speaker notes.
+DIRECTIVE = re.compile(
+    r"^\s*_?(class|paginate|header|footer|backgroundColor|backgroundImage|color|theme|style)"
+    r"\s*:",
+)
+NOT_CONTENT = re.compile(r"<!--\s*_class:\s*(lead|section)\b")
+COMMENT = re.compile(r"<!--(.*?)-->", re.S)
+IMAGE = re.compile(r"(!\[[^\]]*\]\()(?!https?:|/|data:)([^)\s]+)\)")
+
+
+@dataclass(frozen=True)
+class Region:
+    """One generated region of a deck: its marker and the text between the markers."""
+
+    kind: str
+    arg: str
+    body: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class PlotJob:
+    """A PNG a deck needs: where it goes and how to draw it."""
+
+    name: str
+    draw: Callable[[Path], Path]
+
+
+def slides_dir(root: Path | None = None) -> Path:
+    return (root or repo_root()) / "slides"
+
+
+def decks(root: Path | None = None) -> list[Path]:
+    """The decks, in teaching order: slides/NN-*.md (not the template or the guide)."""
+    return sorted(slides_dir(root).glob("[0-9][0-9]-*.md"))
+
+
+def regions(text: str) -> list[Region]:
+    return [
+        Region(m["kind"], m["arg"].strip(), m["body"], m.start(), m.end())
+        for m in REGION.finditer(text)
+    ]
+
+
+# ---------------------------------------------------------------- includes
+
+
+def parse_include(arg: str) -> tuple[str, int, int]:
+    """`path#L30-L38` (or `path#L30`) -> (path, first line, last line), 1-based, inclusive."""
+    m = re.fullmatch(r"(?P<path>[^#\s]+)#L(?P<a>\d+)(?:-L(?P<b>\d+))?", arg)
+    if not m:
+        raise LeakLabError(f"include {arg!r}: expected path#L<first>-L<last>")
+    first = int(m["a"])
+    last = int(m["b"] or first)
+    if last < first:
+        raise LeakLabError(f"include {arg!r}: the range ends before it starts")
+    return m["path"], first, last
+
+
+def excerpt(root: Path, arg: str) -> str:
+    """The generated text of an include: a caption line and the fenced excerpt."""
+    words, opts = _options(arg)
+    if len(words) != 1:
+        raise LeakLabError(f"include {arg!r}: expected path#L<first>-L<last> [lang=...]")
+    path, first, last = parse_include(words[0])
+    source = root / path
+    if not source.is_file():
+        raise LeakLabError(f"include {arg!r}: {path} does not exist", "fix the path or the deck")
+    lines = source.read_text().splitlines()
+    if last > len(lines):
+        raise LeakLabError(f"include {arg!r}: {path} has only {len(lines)} lines")
+    chosen = [line.expandtabs(4).rstrip() for line in lines[first - 1 : last]]
+    code = textwrap.dedent("\n".join(chosen))
+    lang = opts.get("lang", LANGS.get(source.suffix, ""))
+    where = f"line {first}" if first == last else f"lines {first}-{last}"
+    return f"*{path}, {where}*\n\n```{lang}\n{code}\n```\n"
+
+
+# ---------------------------------------------------------------- tables
+
+
+def _num(value: float) -> str:
+    if abs(value) >= 10:
+        return f"{value:,.0f}"
+    return f"{value:.2g}" if abs(value) >= 0.1 else f"{value:.2f}"
+
+
+def summary_table(root: Path, arg: str) -> str:
+    """The lab's captured runs as a markdown table, figures computed from datasets/."""
+    lab = load_lab(arg.split()[0], root)
+    runs = dataset.read_folder(root / "datasets" / lab.slug)
+    if not runs:
+        raise LeakLabError(f"table {arg!r}: no datasets in datasets/{lab.slug}")
+    cols = [s for s in lab.analysis.series if s.endswith("_bytes")]
+    head = ["run", *(f"{LABELS.get(s, s)} {unit_per_min(s)}" for s in cols)]
+    head += ["peak RSS MB", "answered/s", "client aborts", "verdict"]
+    rows = [
+        "| " + " | ".join(head) + " |",
+        "| --- | " + " | ".join("---:" for _ in head[1:-1]) + " | --- |",
+    ]
+    for ds in runs:
+        s = report.summarise(lab, ds)
+        cells = [s.name]
+        for name in cols:
+            fit = s.fits[name]
+            cells.append(
+                "n/a" if fit is None else f"{_num(fit.slope)} [{_num(fit.low)}, {_num(fit.high)}]"
+            )
+        cells += [
+            _num(s.peak_rss_mb),
+            _num(s.throughput),
+            f"{s.aborted:,} of {s.sent:,}",
+            f"**{s.verdict}**",
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+# ---------------------------------------------------------------- plots
+
+
+def _options(arg: str) -> tuple[list[str], dict[str, str]]:
+    words, opts = [], {}
+    for token in arg.split():
+        if "=" in token:
+            key, value = token.split("=", 1)
+            opts[key] = value
+        else:
+            words.append(token)
+    return words, opts
+
+
+def plot_job(root: Path, arg: str) -> tuple[PlotJob, str]:
+    """What a plot marker draws, and the image line it generates."""
+    words, opts = _options(arg)
+    if len(words) != 2 or words[0] not in ("runs", "fit"):
+        raise LeakLabError(f"plot {arg!r}: expected `runs LAB key=value...` or `fit LAB ...`")
+    kind, lab_name = words
+    lab = load_lab(lab_name, root)
+    folder = root / "datasets" / lab.slug
+    wanted = opts.get("runs")
+    names = wanted.split(",") if wanted else [d.name for d in dataset.read_folder(folder)]
+    series = tuple(opts.get("series", lab.analysis.verdict_series).split(","))
+    name = f"{lab.number}-{kind}-{'+'.join(names)}-{'+'.join(series)}.png"
+
+    def draw(path: Path) -> Path:
+        runs = [dataset.read(folder / f"{n}.json") for n in names]
+        if kind == "runs":
+            return plot_runs(lab, runs, series, path)
+        return plot_fit(lab, runs[0], series[0], path)
+
+    image = f"![{opts.get('img', '')}](build/plots/{name})\n"
+    return PlotJob(name, draw), image
+
+
+def plot_runs(
+    lab: Lab, runs: Sequence[dataset.Dataset], series: tuple[str, ...], path: Path
+) -> Path:
+    """`leaklab compare`'s figure (leaklab.report.plot), sized for a 16:9 slide."""
+    report.plot(lab, list(runs), path, series)
+    return path
+
+
+def plot_fit(lab: Lab, ds: dataset.Dataset, series: str, path: Path) -> Path:
+    """One run's series, its steady window and the fitted slope with its 95% CI, drawn
+    with the analysis functions the harness's summary uses."""
+    factor, unit = scale(series)
+    frame = ds.series(series)
+    load_s = load_seconds(ds)
+    window = steady_window(frame, lab.analysis.warmup_s, load_s)
+    fit = fit_slope(window["t_s"].to_numpy(), window["value"].to_numpy(), factor)
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    ax.plot(frame["t_s"], frame["value"] / factor, color="tab:red", lw=1.2, label=ds.name)
+    ax.axvspan(
+        frame["t_s"].min(), lab.analysis.warmup_s, color="grey", alpha=0.12, lw=0, label="warm-up"
+    )
+    ax.axvline(load_s, color="black", ls=":", lw=1, label="load end")
+    if fit is not None:
+        t = window["t_s"].to_numpy()
+        y = window["value"].to_numpy() / factor
+        mid_t = float(t.mean())
+        mid_y = float(y.mean())
+        line = mid_y + fit.slope * (t - mid_t) / 60.0
+        ax.plot(t, line, color="black", lw=2, label=f"fit: {fit} {unit_per_min(series)}")
+        for edge in (fit.low, fit.high):
+            ax.plot(t, mid_y + edge * (t - mid_t) / 60.0, color="black", lw=0.8, ls="--")
+    ax.set_title(f"{lab.slug} {ds.name}: {series}, steady window and slope (95% CI, HAC)")
+    ax.set_xlabel("seconds since load start")
+    ax.set_ylabel(unit or "count")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize="small")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# ---------------------------------------------------------------- regions
+
+
+def generate(root: Path, region: Region) -> tuple[str, PlotJob | None]:
+    """What a region's body should be, from its sources now (and the plot it needs)."""
+    if region.kind == "include":
+        return excerpt(root, region.arg), None
+    if region.kind == "table":
+        return summary_table(root, region.arg), None
+    job, image = plot_job(root, region.arg)
+    return image, job
+
+
+def expand(root: Path, text: str) -> tuple[str, list[PlotJob]]:
+    """The deck with every region regenerated (markers kept), and its plots."""
+    out, jobs, pos = [], [], 0
+    for region in regions(text):
+        body, job = generate(root, region)
+        out.append(text[pos : region.start])
+        out.append(f"<!-- {region.kind}: {region.arg} -->\n{body}<!-- /{region.kind} -->")
+        if job:
+            jobs.append(job)
+        pos = region.end
+    out.append(text[pos:])
+    return "".join(out), jobs
+
+
+def slides_of(text: str) -> list[str]:
+    """The deck's slides: the front matter removed, split on `---` lines outside code."""
+    body = re.sub(r"\A---\n.*?\n---\n", "", text, count=1, flags=re.S)
+    pages: list[str] = []
+    current: list[str] = []
+    fenced = False
+    for line in body.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        if line.strip() == "---" and not fenced:
+            pages.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    pages.append("\n".join(current))
+    return pages
+
+
+def has_notes(page: str) -> bool:
+    for m in COMMENT.finditer(page):
+        inner = m.group(1).strip()
+        if DIRECTIVE.match(inner) or re.match(rf"/?({'|'.join(KINDS)})\b", inner):
+            continue
+        if inner:
+            return True
+    return False
+
+
+def check(root: Path | None = None, paths: Sequence[Path] | None = None) -> list[str]:
+    """Problems in the decks: stale or broken generated regions, slides without notes."""
+    root = root or repo_root()
+    problems = []
+    for deck in paths or decks(root):
+        text = deck.read_text()
+        for region in regions(text):
+            try:
+                want, _ = generate(root, region)
+            except LeakLabError as exc:
+                problems.append(f"{deck.name}: {exc}")
+                continue
+            if region.body != want:
+                problems.append(
+                    f"{deck.name}: <!-- {region.kind}: {region.arg} --> no longer matches "
+                    "its source (python -m leaklab.slides sync, then review the slide)"
+                )
+        for number, page in enumerate(slides_of(text), start=1):
+            if NOT_CONTENT.search(page) or not page.strip():
+                continue
+            if not has_notes(page):
+                problems.append(f"{deck.name}: slide {number} has no speaker notes")
+    return problems
+
+
+def sync(root: Path | None = None) -> list[Path]:
+    """Rewrite every deck's generated regions from their sources; return what changed."""
+    root = root or repo_root()
+    changed = []
+    for deck in decks(root):
+        text = deck.read_text()
+        new, _ = expand(root, text)
+        if new != text:
+            deck.write_text(new)
+            changed.append(deck)
+    return changed
+
+
+def for_marp(text: str, deck_dir: Path, out: Path) -> str:
+    """Remove the markers and re-point relative images from the deck's folder to `out`."""
+    text = re.sub(rf"<!-- /?({'|'.join(KINDS)})(: [^>]*?)? -->\n?", "", text)
+
+    def repoint(m: re.Match[str]) -> str:
+        target = (deck_dir / m.group(2)).resolve()
+        if target.is_relative_to((deck_dir / "build").resolve()):
+            target = out / target.relative_to((deck_dir / "build").resolve())
+        return f"{m.group(1)}{os.path.relpath(target, out)})"
+
+    return IMAGE.sub(repoint, text)
+
+
+def marp_bin(root: Path) -> Path:
+    marp = slides_dir(root) / "node_modules" / ".bin" / "marp"
+    if not marp.exists():
+        raise LeakLabError(
+            "the Marp CLI is not installed in slides/node_modules", "scripts/setup-slides"
+        )
+    return marp
+
+
+def build(
+    root: Path | None = None,
+    out: Path | None = None,
+    pdf: bool = False,
+    images: bool = False,
+    only: Sequence[str] = (),
+) -> list[Path]:
+    """Expand, plot and render every deck (or those whose name starts with one of `only`)."""
+    root = root or repo_root()
+    out = out or slides_dir(root) / "build"
+    out.mkdir(parents=True, exist_ok=True)
+    chosen = [d for d in decks(root) if not only or any(d.name.startswith(o) for o in only)]
+    sources = []
+    for deck in chosen:
+        text, jobs = expand(root, deck.read_text())
+        for job in jobs:
+            job.draw(out / "plots" / job.name)
+        target = out / deck.name
+        target.write_text(for_marp(text, deck.parent, out))
+        sources.append(target)
+    theme = slides_dir(root) / "theme" / "leaklab.css"
+    base = [str(marp_bin(root)), "--theme-set", str(theme), "--allow-local-files"]
+    formats: list[list[str]] = [[]]
+    if pdf:
+        formats.append(["--pdf"])
+    if images:
+        formats.append(["--images", "png"])
+    built: list[Path] = []
+    for extra in formats:
+        # `--` ends the options: Marp prints its usage and exits 0 when an option
+        # swallows the file names, so the outputs are checked below as well.
+        subprocess.run([*base, *extra, "--", *map(str, sources)], check=True, cwd=out)
+    suffixes = [".html", ".pdf"] if pdf else [".html"]
+    expected = [(src, src.with_suffix(suffix)) for src in sources for suffix in suffixes]
+    built = [target for _, target in expected]
+    missing = [
+        str(target)
+        for src, target in expected
+        if not target.exists() or target.stat().st_mtime < src.stat().st_mtime
+    ]
+    if missing:
+        raise LeakLabError(f"marp did not write {', '.join(missing)}", "run it by hand to see why")
+    return built
+
+
+def new_deck(lab_name: str, root: Path | None = None) -> Path:
+    """Start `slides/<slug>.md` from the template, filled with the lab's lab.toml."""
+    root = root or repo_root()
+    lab = load_lab(lab_name, root)
+    target = slides_dir(root) / f"{lab.slug}.md"
+    if target.exists():
+        raise LeakLabError(f"{target} exists", "edit it, or remove it to start again")
+    template = (slides_dir(root) / "template-lab.md").read_text()
+    values = {
+        "NN": lab.number,
+        "SLUG": lab.slug,
+        "TITLE": lab.title,
+        "RUNTIME": lab.runtime,
+        "STORY": lab.story,
+        "VERDICT_SERIES": lab.analysis.verdict_series,
+    }
+    for key, value in values.items():
+        template = template.replace(f"{{{{{key}}}}}", value)
+    target.write_text(template)
+    return target
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m leaklab.slides", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("check", help="generated regions match their sources; notes everywhere")
+    sub.add_parser("sync", help="rewrite generated regions in place from their sources")
+    b = sub.add_parser("build", help="expand, plot and render decks into slides/build/")
+    b.add_argument("decks", nargs="*", help="deck name prefixes (default: all)")
+    b.add_argument("--out", type=Path)
+    b.add_argument("--pdf", action="store_true", help="PDF too (needs chromium: CHROME_PATH)")
+    b.add_argument("--images", action="store_true", help="one PNG per slide, for review")
+    n = sub.add_parser("new", help="start a lab's deck from slides/template-lab.md")
+    n.add_argument("lab")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "check":
+            problems = check()
+            for problem in problems:
+                print(problem, file=sys.stderr)
+            print(f"{len(decks())} decks, {len(problems)} problems")
+            return 1 if problems else 0
+        if args.command == "sync":
+            for path in sync():
+                print(f"updated {path}")
+            return 0
+        if args.command == "build":
+            problems = check()
+            for problem in problems:
+                print(f"warning: {problem}", file=sys.stderr)
+            for path in build(out=args.out, pdf=args.pdf, images=args.images, only=args.decks):
+                print(f"built {path}")
+            return 0
+        print(f"created {new_deck(args.lab)}")
+        return 0
+    except LeakLabError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except subprocess.CalledProcessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

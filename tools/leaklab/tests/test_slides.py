@@ -1,0 +1,94 @@
+"""The slides check themselves: every code excerpt, table and plot marker on a deck still
+matches its source, every content slide has speaker notes, and every deck builds to HTML
+(PDF too where Chromium is present). Needs slides/node_modules (scripts/setup-slides);
+no network at test time."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from leaklab import slides
+from leaklab.errors import LeakLabError
+from leaklab.paths import repo_root
+
+ROOT = repo_root()
+DECKS = slides.decks(ROOT)
+CHROME = os.environ.get("CHROME_PATH") or shutil.which("chromium") or shutil.which("google-chrome")
+
+
+def test_there_are_decks() -> None:
+    names = [d.name for d in DECKS]
+    assert names[0] == "00-introduction.md" and names[-1] == "99-closing.md", names
+
+
+@pytest.mark.parametrize("deck", DECKS, ids=[d.stem for d in DECKS])
+def test_every_excerpt_table_and_plot_matches_its_source(deck: Path) -> None:
+    assert slides.check(ROOT, [deck]) == []
+
+
+def test_a_stale_excerpt_is_caught(tmp_path: Path) -> None:
+    source = tmp_path / "labs" / "99-x" / "service" / "a.go"
+    source.parent.mkdir(parents=True)
+    source.write_text("package a\n\nfunc A() {\n\treturn\n}\n")
+    deck = tmp_path / "slides" / "99-x.md"
+    deck.parent.mkdir()
+    marker = "<!-- include: labs/99-x/service/a.go#L3-L5 -->\n"
+    deck.write_text(f"# A\n\n{marker}<!-- /include -->\n\n<!-- notes -->\n")
+    assert any("no longer matches" in p for p in slides.check(tmp_path, [deck]))
+
+    expanded, _ = slides.expand(tmp_path, deck.read_text())
+    deck.write_text(expanded)
+    assert slides.check(tmp_path, [deck]) == []
+    assert "```go\nfunc A() {\n    return\n}\n```" in expanded  # tabs shown as 4 spaces
+
+    source.write_text("package a\n\nfunc A() {\n\tpanic(1)\n}\n")
+    assert any("no longer matches" in p for p in slides.check(tmp_path, [deck]))
+
+
+def test_a_missing_source_or_range_is_reported(tmp_path: Path) -> None:
+    with pytest.raises(LeakLabError):
+        slides.excerpt(tmp_path, "nothing/here.go#L1-L2")
+    (tmp_path / "a.go").write_text("one\n")
+    with pytest.raises(LeakLabError):
+        slides.excerpt(tmp_path, "a.go#L1-L9")
+
+
+def test_slides_without_notes_are_reported(tmp_path: Path) -> None:
+    deck = tmp_path / "00-x.md"
+    deck.write_text(
+        "---\nmarp: true\n---\n\n<!-- _class: lead -->\n\n# Title\n\n---\n\n"
+        "# Content\n\n<!-- _class: small -->\n\n- no notes here\n\n---\n\n"
+        "# Content\n\n<!-- a speaker note -->\n"
+    )
+    assert slides.check(tmp_path, [deck]) == ["00-x.md: slide 2 has no speaker notes"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (ROOT / "slides" / "node_modules" / ".bin" / "marp").exists():
+        pytest.fail("the Marp CLI is not installed: run scripts/setup-slides (npm ci, once)")
+    out = tmp_path_factory.mktemp("slides")
+    slides.build(ROOT, out)
+    return out
+
+
+@pytest.mark.parametrize("deck", DECKS, ids=[d.stem for d in DECKS])
+def test_every_deck_builds_to_html(built: Path, deck: Path) -> None:
+    html = (built / deck.name).with_suffix(".html").read_text()
+    pages = len(slides.slides_of(deck.read_text()))
+    assert html.count("<section") >= pages, "every slide rendered"
+    assert "<!-- include:" not in html and "```" not in html, "markers and fences consumed"
+    for image in slides.IMAGE.finditer((built / deck.name).read_text()):
+        assert (built / image.group(2)).is_file(), f"{deck.name}: missing {image.group(2)}"
+
+
+@pytest.mark.skipif(CHROME is None, reason="no Chromium: apt-get install chromium for PDF")
+def test_a_deck_builds_to_pdf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHROME_PATH", str(CHROME))
+    out = slides.build(ROOT, tmp_path, pdf=True, only=["99"])
+    pdf = [p for p in out if p.suffix == ".pdf"]
+    assert pdf and pdf[0].read_bytes().startswith(b"%PDF")
