@@ -73,6 +73,7 @@ LANGS = {
 LABELS = {
     "rss_bytes": "RSS",
     "go_heap_inuse_bytes": "Go heap in use",
+    "go_heap_live_bytes": "live heap",
     "jvm_heap_after_gc_bytes": "JVM heap after GC",
     "beam_binary_bytes": "BEAM binaries",
     "rust_allocated_bytes": "Rust allocated",
