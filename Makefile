@@ -5,6 +5,7 @@ LEAKLAB := .venv/bin/leaklab
 PYTEST := .venv/bin/pytest
 LAB ?= 01
 VARIANT ?= broken
+DURATION ?=
 
 .PHONY: help setup demo test lint run compare capture doctor notebooks bench grade diff slides clean
 
@@ -15,7 +16,7 @@ setup: ## install everything the course needs (idempotent)
 	@scripts/setup
 
 demo: setup ## the main job: lab 01 broken vs fixed, table + plot
-	@$(LEAKLAB) demo 01
+	@$(LEAKLAB) demo 01 $(if $(DURATION),--duration $(DURATION))
 
 test: setup lint ## the whole test suite (what CI runs)
 	@$(PYTEST) tools/leaklab -m "not leak" -q

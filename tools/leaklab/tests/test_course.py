@@ -5,6 +5,8 @@ grows while fixed does not, measured under the lab's standard load."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -98,3 +100,24 @@ def test_grading_tells_fixes_from_symptom_hiding(
     result = grade(load_lab(slug), variant, log=print)
     print(json.dumps(result.to_json(), default=str))  # the figures, in the CI log
     assert result.passed == should_pass, f"{result.stage}: {result.reason}"
+
+
+@pytest.mark.leak
+def test_the_readme_demo_command_runs(tmp_path: Path) -> None:
+    """`make demo`, the README's first command, end to end (shortened to 20 s a run):
+    it prints the table and the separation line and writes the plot."""
+    root = Path(__file__).resolve().parents[3]
+    result = subprocess.run(
+        ["make", "demo", "DURATION=20"],
+        cwd=root,
+        env={**os.environ, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "slope over the steady window" in result.stdout
+    assert "broken" in result.stdout and "fixed" in result.stdout
+    plot = root / ".leaklab" / "reports" / "01-go-bulk-abort-runs.png"
+    assert plot.is_file() and plot.stat().st_size > 10_000
