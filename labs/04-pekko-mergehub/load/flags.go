@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// config is one run of the load: who publishes where, how fast, for how long,
+// and which events have someone watching.
+type config struct {
+	base          string // http://127.0.0.1:PORT
+	events        []string
+	watched       []string // events that get WebSocket subscribers
+	subscribers   int      // per watched event
+	skaters       int
+	rate          float64 // location updates per second, all skaters together
+	duration      time.Duration
+	timeout       time.Duration
+	concurrency   int
+	histogramPath string // where to save the class histogram taken after the load, or ""
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg config
+	var events, watched string
+	fs.StringVar(&cfg.base, "url", "", "service base URL, e.g. http://127.0.0.1:8080 (required)")
+	fs.StringVar(&events, "events", "race-1,race-2,race-3", "events the skaters publish to, comma separated")
+	fs.StringVar(&watched, "watched", "race-1", "events with WebSocket subscribers, comma separated (\"\" for none)")
+	fs.IntVar(&cfg.subscribers, "subscribers", 1, "subscribers per watched event")
+	fs.IntVar(&cfg.skaters, "skaters", 30, "publishers, spread round-robin over the events")
+	fs.Float64Var(&cfg.rate, "rate", 300, "location updates per second, all skaters together")
+	fs.DurationVar(&cfg.duration, "duration", 90*time.Second, "how long to publish")
+	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Second, "per-request timeout")
+	fs.IntVar(&cfg.concurrency, "concurrency", 256, "cap on requests in flight; beyond it a due request is skipped")
+	fs.StringVar(&cfg.histogramPath, "histogram-out", "", "save GET /debug/class-histogram here when the load ends")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	cfg.events = split(events)
+	cfg.watched = split(watched)
+	return cfg, cfg.check()
+}
+
+func (c config) check() error {
+	u, err := url.Parse(c.base)
+	switch {
+	case c.base == "" || err != nil || u.Host == "":
+		return fmt.Errorf("-url must be a base URL like http://127.0.0.1:8080, got %q", c.base)
+	case len(c.events) == 0:
+		return errors.New("-events must name at least one event")
+	case c.skaters < 1 || c.subscribers < 0 || c.concurrency < 1:
+		return errors.New("-skaters and -concurrency must be positive, -subscribers not negative")
+	case c.rate <= 0 || c.rate > 10000:
+		return fmt.Errorf("-rate %g is out of range (0, 10000]", c.rate)
+	case c.duration <= 0 || c.duration > 10*time.Minute:
+		return fmt.Errorf("-duration %s is out of range (0, 10m]", c.duration)
+	}
+	for _, w := range c.watched {
+		if !contains(c.events, w) {
+			return fmt.Errorf("-watched event %q is not one of -events", w)
+		}
+	}
+	return nil
+}
+
+func split(s string) []string {
+	var out []string
+	for _, part := range strings.Split(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

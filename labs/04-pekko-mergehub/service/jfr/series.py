@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""Turn the run's JFR recording into small CSV files the notebook reads without a JDK.
+
+    series.py RECORDING OUT_DIR
+
+Reads the recording with the JDK's own `jfr print --json` and writes
+- OUT_DIR/jfr-gc-heap.csv: `uptime_s,when,heap_used_bytes` for every jdk.GCHeapSummary
+  (before and after each collection), the JVM's continuous view of its heap;
+- OUT_DIR/jfr-alloc.csv: `class,samples,weight_bytes` for jdk.ObjectAllocationSample,
+  the classes allocated most by sampled weight.
+Times are seconds since the JVM started (jdk.JVMInformation), so they line up with the
+`jvm_uptime_ms` series the harness samples from /metrics. Prints a one-line summary.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime
+from pathlib import Path
+
+
+def events(recording: Path, names: str) -> list[dict]:
+    out = subprocess.run(
+        ["jfr", "print", "--json", "--events", names, str(recording)],
+        capture_output=True, check=True, text=True,
+    ).stdout
+    return json.loads(out)["recording"]["events"]
+
+
+def seconds(stamp: str) -> float:
+    # JFR prints nanoseconds ("...12:00:01.123456789+00:00"); datetime takes microseconds.
+    head, dot, rest = stamp.partition(".")
+    if dot:
+        digits = "".join(c for c in rest if c.isdigit())
+        zone = rest[len(digits):]
+        stamp = f"{head}.{digits[:6]}{zone}"
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def main(recording: Path, out_dir: Path) -> None:
+    info = events(recording, "jdk.JVMInformation")
+    jvm_start = seconds(info[0]["values"]["jvmStartTime"])
+    heap = events(recording, "jdk.GCHeapSummary")
+    with (out_dir / "jfr-gc-heap.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["uptime_s", "when", "heap_used_bytes"])
+        for e in heap:
+            v = e["values"]
+            w.writerow([round(seconds(v["startTime"]) - jvm_start, 3), v["when"], v["heapUsed"]])
+    samples: Counter[str] = Counter()
+    weights: Counter[str] = Counter()
+    for e in events(recording, "jdk.ObjectAllocationSample"):
+        v = e["values"]
+        name = v["objectClass"]["name"] if v.get("objectClass") else "?"
+        samples[name] += 1
+        weights[name] += int(v.get("weight") or 0)
+    with (out_dir / "jfr-alloc.csv").open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["class", "samples", "weight_bytes"])
+        for name, weight in weights.most_common(40):
+            w.writerow([name, samples[name], weight])
+    after = sum(1 for e in heap if e["values"]["when"] == "After GC")
+    print(f"{after} collections, {sum(samples.values())} allocation samples")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    main(Path(sys.argv[1]), Path(sys.argv[2]))
