@@ -8,13 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import git
 
 from leaklab import diff
 from leaklab import grade as grade_module
+from leaklab.build import build_variant, run_tests
+from leaklab.dataset import Dataset
 from leaklab.errors import LeakLabError
-from leaklab.grade import grade, load_spec
+from leaklab.grade import Check, evaluate, grade, load_spec, measure
 from leaklab.runner import RunOptions, run
 from leaklab.spec import load_lab
 
@@ -75,6 +78,11 @@ def test_the_solution_passes_with_its_figures(graded_repo: Path) -> None:
     assert result.verdict == "flat" and all(c.passed for c in result.checks)
     assert set(result.reference) == {"fixed"}  # no captured broken run in this repo
     assert result.reference["fixed"]["load.ok"] is not None
+    # measured as the verdict needs, no more: no idle phase, no snapshots
+    assert result.dataset is not None
+    graded = Path(result.dataset).with_suffix("")
+    assert not (graded / "stats.json").exists()
+    assert json.loads(graded.with_suffix(".json").read_text())["phases"]["idle_s"] == 0
 
 
 def test_a_fix_that_slows_the_load_fails_a_check(graded_repo: Path) -> None:
@@ -153,6 +161,56 @@ def test_grade_table_is_validated(fake_repo: Path) -> None:
     )  # now complete, but the measure kind is unknown
     with pytest.raises(LeakLabError, match=r"unknown measure 'nope\.ok'"):
         load_spec(load_lab("90", fake_repo))
+
+
+def run_with(values: list[float], load_s: float = 10.0) -> Dataset:
+    """A one-series run sampled once a second, the load ending at `load_s`."""
+    frame = pd.DataFrame({"t_s": range(len(values)), "series": "proc_bytes", "value": values})
+    return Dataset("run", frame, {"phases": {"load_s": load_s}, "load_result": {"ok": 90}})
+
+
+def test_median_measures_the_steady_window_and_at_most_bounds_it() -> None:
+    # A warm-up spike and a post-load spike are outside the window the median reads.
+    mine = run_with([900.0, 900.0, 10, 12, 11, 13, 12, 11, 10, 12, 11, 900.0, 900.0])
+    solution = run_with([5.0] * 13)
+    assert measure(mine, "median.proc_bytes", warmup_s=2) == 11.0
+    assert measure(mine, "peak.proc_bytes") == 900.0
+    small = Check("stays small", "median.proc_bytes", "at_most", 4, "solution")
+    assert evaluate(small, mine, solution, warmup_s=2).passed  # 11 <= 20
+    tight = Check("stays small", "median.proc_bytes", "at_most", 2, "solution")
+    result = evaluate(tight, mine, solution, warmup_s=2)
+    assert not result.passed and result.limit == 10.0 and "<= 2 x" in result.detail
+    works = Check("answers", "load.ok", "at_least", 0.9, "solution")
+    assert evaluate(works, mine, run_with([5.0] * 13)).passed
+
+
+def test_a_check_needs_exactly_one_bound(fake_repo: Path) -> None:
+    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(
+        toml.read_text()
+        + '[[grade.checks]]\nname = "x"\nmeasure = "load.ok"\nof = "solution"\n'
+        + "at_least = 0.9\nat_most = 2\n"
+    )
+    with pytest.raises(LeakLabError, match="at_least or at_most"):
+        load_spec(load_lab("90", fake_repo))
+
+
+def test_unit_tests_run_once_per_tree_and_a_failure_is_never_reused(fake_repo: Path) -> None:
+    lab = load_lab("90", fake_repo)
+    built = build_variant(lab, "fixed", log=quiet)
+    log = fake_repo / "test.log"
+    assert run_tests(lab, built, log)  # ran
+    assert not run_tests(lab, built, log, reuse_pass=True)  # same bytes: the pass holds
+    assert "already passed" in log.read_text()
+    assert run_tests(lab, built, log)  # asked outright (leaklab test): runs again
+
+    server = fake_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text() + "\nthis is not python\n")
+    broken = build_variant(lab, "mine", log=quiet)
+    assert broken.key != built.key
+    for _ in range(2):  # fails both times: nothing was recorded
+        with pytest.raises(LeakLabError, match="failed"):
+            run_tests(lab, broken, log, reuse_pass=True)
 
 
 def test_diff_shows_the_learner_change_beside_the_solution(fake_repo: Path) -> None:

@@ -24,6 +24,8 @@ from leaklab.spec import Command, Lab
 from leaklab.variants import IGNORED_NAMES, materialise
 
 DONE_MARKER = ".built"
+# Records that the unit tests passed on a build: the test commands it was for.
+TESTED_MARKER = ".tests-passed"
 # The longest a build or test command may run: a cold Scala or Rust build on 2 cores
 # fits, a deadlocked test does not hang the grader.
 COMMAND_TIMEOUT_S = 900.0
@@ -112,6 +114,37 @@ def run_commands(
                     f"last lines of {log_file}:\n{tail(log_file)}",
                     "fix the error above, then run again",
                 )
+
+
+def run_tests(
+    lab: Lab,
+    built: Built,
+    log_file: Path,
+    timeout_s: float = COMMAND_TIMEOUT_S,
+    reuse_pass: bool = False,
+) -> bool:
+    """Run the lab's unit tests on a built variant; False when a recorded pass was reused.
+
+    A build's key hashes every byte of its source, so a pass recorded on it holds for
+    the same tree and test commands: with `reuse_pass` a grade of a tree whose tests
+    already passed (the course check builds and tests every variant before grading
+    broken and fixed) skips straight to the measurement. A failure is never recorded."""
+    marker = built.src.parent / TESTED_MARKER
+    commands = "\n".join(repr(c) for c in lab.build.test)
+    if reuse_pass and marker.is_file() and marker.read_text() == commands:
+        log_file.write_text(f"unit tests already passed on build {built.key}\n")
+        return False
+    marker.unlink(missing_ok=True)
+    log_file.unlink(missing_ok=True)
+    run_commands(
+        lab.build.test,
+        built.src,
+        {"src": str(built.src), "out": str(built.out)},
+        log_file,
+        timeout_s=timeout_s,
+    )
+    marker.write_text(commands)
+    return True
 
 
 def tail(path: Path, lines: int = 15) -> str:

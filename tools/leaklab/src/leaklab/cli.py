@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.syntax import Syntax
 
 from leaklab import dataset, diff, report
-from leaklab.build import build_variant, run_commands
+from leaklab.build import build_variant, run_tests
 from leaklab.doctor import run_checks
 from leaklab.errors import LeakLabError
 from leaklab.grade import grade, write_json
@@ -123,8 +123,7 @@ def test(lab: LabArg, variant: VariantOpt = "broken") -> None:
     spec = load_lab(lab)
     built = build_variant(spec, variant, log=lambda s: err.print(s, highlight=False))
     log = built.src.parent / f"test-{variant}.log"
-    log.unlink(missing_ok=True)
-    run_commands(spec.build.test, built.src, {"out": str(built.out), "src": str(built.src)}, log)
+    run_tests(spec, built, log)
     out.print(f"{spec.slug} {variant}: unit tests pass (log: {log})")
 
 

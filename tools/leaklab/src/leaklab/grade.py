@@ -14,9 +14,14 @@ stops answering, or answers without doing the work, is flat too.
     [[grade.checks]]
     name = "answers the patient agents"
     measure = "load.ok"            # load.<final count> | last.<series> | peak.<series>
-    at_least = 0.9                 # fraction of...
+                                   # | median.<series> (over the steady window)
+    at_least = 0.9                 # (or at_most) a multiple of...
     of = "solution"                # ...the same measure in the captured solution run,
                                    # or another measure of this run (e.g. "load.ok")
+
+`at_least` guards the work (a fix must still do what the solution does); `at_most`
+guards a level the solution keeps (e.g. a per-process memory median), for leaks that a
+slope alone does not pin down.
 
 When the verdict is `unclear` (the interval straddles the threshold) the run is repeated
 once, and the second run decides: noise must not flip a grade.
@@ -34,14 +39,15 @@ from pathlib import Path
 from typing import Any
 
 from leaklab import dataset, report
-from leaklab.analysis import Fit
-from leaklab.build import build_variant, run_commands
+from leaklab.analysis import Fit, load_seconds, steady_window
+from leaklab.build import build_variant, run_tests
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.runner import RunOptions, run
 from leaklab.spec import Lab
 
-MEASURE_KINDS = ("load", "last", "peak")
+MEASURE_KINDS = ("load", "last", "peak", "median")
+BOUNDS = ("at_least", "at_most")
 # A learner's unit tests that take longer than this are a deadlock, not a slow machine.
 TEST_TIMEOUT_S = 300.0
 
@@ -50,7 +56,8 @@ TEST_TIMEOUT_S = 300.0
 class Check:
     name: str
     measure: str
-    at_least: float
+    bound: str  # one of BOUNDS
+    factor: float
     of: str
 
 
@@ -66,7 +73,7 @@ class CheckResult:
     name: str
     passed: bool
     measured: float | None
-    needed: float | None
+    limit: float | None  # the bound the measure had to meet
     detail: str
 
 
@@ -101,13 +108,20 @@ def load_spec(lab: Lab) -> GradeSpec:
     checks = []
     for i, item in enumerate(raw.get("checks", [])):
         where = f"{lab.slug}: [[grade.checks]] #{i + 1}"
+        bounds = [b for b in BOUNDS if b in item]
         try:
+            if len(bounds) != 1:
+                raise KeyError("at_least or at_most, one of them")
             check = Check(
-                str(item["name"]), str(item["measure"]), float(item["at_least"]), str(item["of"])
+                str(item["name"]),
+                str(item["measure"]),
+                bounds[0],
+                float(item[bounds[0]]),
+                str(item["of"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise LeakLabError(
-                f"{where} is incomplete ({exc})", "give name, measure, at_least and of"
+                f"{where} is incomplete ({exc})", "give name, measure, at_least or at_most, and of"
             ) from None
         for measure in (check.measure, check.of):
             if measure != "solution" and measure.partition(".")[0] not in MEASURE_KINDS:
@@ -124,33 +138,45 @@ def load_spec(lab: Lab) -> GradeSpec:
     return GradeSpec(str(raw.get("hint", "")), tuple(checks), float(duration) if duration else None)
 
 
-def measure(ds: dataset.Dataset, name: str) -> float | None:
-    """One figure of a run: a load program's final count, or a series' last or peak value."""
+def measure(ds: dataset.Dataset, name: str, warmup_s: float = 0.0) -> float | None:
+    """One figure of a run: a load program's final count, or a series' last, peak or
+    median value (the median over the steady window: after `warmup_s`, during load)."""
     kind, _, key = name.partition(".")
     if kind == "load":
         value = ds.meta.get("load_result", {}).get(key)
         return float(value) if isinstance(value, int | float) else None
-    values = ds.series(key)["value"]
+    frame = ds.series(key)
+    if kind == "median":
+        frame = steady_window(frame, warmup_s, load_seconds(ds))
+    values = frame["value"]
     if values.empty:
         return None
+    if kind == "median":
+        return float(values.median())
     return float(values.iloc[-1] if kind == "last" else values.max())
 
 
-def evaluate(check: Check, mine: dataset.Dataset, solution: dataset.Dataset | None) -> CheckResult:
-    got = measure(mine, check.measure)
+def evaluate(
+    check: Check,
+    mine: dataset.Dataset,
+    solution: dataset.Dataset | None,
+    warmup_s: float = 0.0,
+) -> CheckResult:
+    got = measure(mine, check.measure, warmup_s)
     if check.of == "solution":
-        base = measure(solution, check.measure) if solution is not None else None
+        base = measure(solution, check.measure, warmup_s) if solution is not None else None
         source = "the captured solution run"
     else:
-        base = measure(mine, check.of)
+        base = measure(mine, check.of, warmup_s)
         source = check.of
     if got is None or base is None:
         missing = check.measure if got is None else f"{check.of} ({source})"
         return CheckResult(check.name, False, got, None, f"{missing} was not measured")
-    needed = check.at_least * base
-    ok = got >= needed
-    detail = f"{check.measure} = {got:g}, needs >= {check.at_least:g} x {source} = {needed:g}"
-    return CheckResult(check.name, ok, got, needed, detail)
+    limit = check.factor * base
+    ok = got >= limit if check.bound == "at_least" else got <= limit
+    sign = ">=" if check.bound == "at_least" else "<="
+    detail = f"{check.measure} = {got:g}, needs {sign} {check.factor:g} x {source} = {limit:g}"
+    return CheckResult(check.name, ok, got, limit, detail)
 
 
 def out_of_scope(lab: Lab) -> list[str]:
@@ -195,7 +221,9 @@ def grade(
         fit = report.summarise(lab, ds).fits[lab.analysis.verdict_series]
         result.reference[name] = {"slope": _num(fit.slope if fit else None)}
         for check in spec.checks:
-            result.reference[name][check.measure] = measure(ds, check.measure)
+            result.reference[name][check.measure] = measure(
+                ds, check.measure, lab.analysis.warmup_s
+            )
 
     if variant == "mine" and (stray := out_of_scope(lab)):
         return _fail(result, "scope", f"changes outside the service: {', '.join(stray)}")
@@ -205,15 +233,9 @@ def grade(
         return _fail(result, "build", f"the service does not build: {exc.what}")
     result.stage = "tests"
     test_log = built.src.parent / f"grade-test-{variant.replace('/', '_')}.log"
-    test_log.unlink(missing_ok=True)
     try:
-        run_commands(
-            lab.build.test,
-            built.src,
-            {"src": str(built.src), "out": str(built.out)},
-            test_log,
-            timeout_s=TEST_TIMEOUT_S,
-        )
+        if not run_tests(lab, built, test_log, timeout_s=TEST_TIMEOUT_S, reuse_pass=True):
+            log(f"unit tests: already passed on this exact tree (build {built.key})")
     except LeakLabError as exc:
         return _fail(result, "tests", f"the lab's unit tests fail: {exc.what}")
 
@@ -223,7 +245,12 @@ def grade(
         result.attempts = attempt + 1
         try:
             params = {"duration": f"{spec.duration_s:g}"} if spec.duration_s else None
-            ran = run(lab, RunOptions(variant, params, dest=dest, name="graded"), log=log)
+            # No idle phase and no snapshots: the verdict window is the load phase, and
+            # the checks read the series and the load's counts. (`leaklab run` keeps both.)
+            opts = RunOptions(
+                variant, params, idle_s=0.0, snapshots=False, dest=dest, name="graded"
+            )
+            ran = run(lab, opts, log=log)
         except LeakLabError as exc:
             return _fail(result, "run", f"the service did not run under load: {exc.what}")
         mine = ran.data
@@ -247,7 +274,9 @@ def grade(
             f"{fit} {unit}, needs the upper bound below {lab.analysis.flat_below:g}",
         )
     result.stage = "checks"
-    result.checks = [evaluate(c, mine, refs.get("fixed")) for c in spec.checks]
+    result.checks = [
+        evaluate(c, mine, refs.get("fixed"), lab.analysis.warmup_s) for c in spec.checks
+    ]
     failed = [c for c in result.checks if not c.passed]
     if failed:
         return _fail(result, "checks", "; ".join(f"{c.name}: {c.detail}" for c in failed))

@@ -51,6 +51,9 @@ class RunOptions:
     params: dict[str, str] | None = None
     port: int | None = None
     idle_s: float | None = None
+    # lab.toml's [[snapshots]] after the load (profiles, histograms); a grade skips them:
+    # its verdict and checks read only the series and the load's counts.
+    snapshots: bool = True
     dest: Path | None = None  # folder for the dataset; default .leaklab/runs/<slug>
     name: str | None = None  # dataset name; default the variant
     order: int = 99
@@ -199,7 +202,8 @@ def run(lab: Lab, opts: RunOptions, log: Callable[[str], None] = print) -> RunRe
             if lab.self_driving:
                 _check_self_driving(lab, result, service_log)
             pid = service.pid if service else (load.last_pid or 0)
-            _take_snapshots(lab, values, pid, artefacts, run_dir, log)
+            if opts.snapshots:
+                _take_snapshots(lab, values, pid, artefacts, run_dir, log)
         finally:
             for s in samplers:
                 s.stop()
