@@ -19,8 +19,8 @@ demo: setup ## the main job: lab 01 broken vs fixed, table + plot
 	@$(LEAKLAB) demo 01 $(if $(DURATION),--duration $(DURATION))
 
 test: setup lint ## the whole test suite (what CI runs)
-	@$(PYTEST) tools/leaklab -m "not leak" -q
-	@$(PYTEST) tools/leaklab -m leak -q
+	@$(PYTEST) tools/leaklab -m "not leak" -q --durations=10
+	@$(PYTEST) tools/leaklab -m leak -q --durations=0
 
 lint: setup ## ruff and mypy on the harness; go vet and gofmt on the Go labs; cargo fmt and clippy on the Rust labs
 	@.venv/bin/ruff check tools/leaklab

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from leaklab import dataset
+from leaklab import dataset, diff
 from leaklab.analysis import Fit, ratio
-from leaklab.build import build_variant, run_commands
+from leaklab.build import build_variant, run_tests
 from leaklab.grade import grade
 from leaklab.notebooks import execute
 from leaklab.spec import lab_slugs, load_lab
@@ -41,9 +41,7 @@ def grading_cases() -> list[tuple[str, str, bool]]:
 def test_variant_builds_and_passes_its_unit_tests(slug: str, variant: str) -> None:
     lab = load_lab(slug)
     built = build_variant(lab, variant, log=lambda _: None)
-    log = built.src.parent / f"test-{variant}.log"
-    log.unlink(missing_ok=True)
-    run_commands(lab.build.test, built.src, {"src": str(built.src), "out": str(built.out)}, log)
+    assert run_tests(lab, built, built.src.parent / f"test-{variant}.log")  # they ran, and passed
 
 
 @pytest.mark.parametrize("slug", LABS)
@@ -86,6 +84,22 @@ def test_broken_grows_and_fails_grading_fixed_does_not(slug: str) -> None:
 def test_grading_has_alternatives_and_wrong_fixes(slug: str) -> None:
     for folder in ("pass", "fail"):
         assert len(list((GRADING / slug / folder).glob("*.patch"))) >= 2, f"{slug}/{folder}"
+
+
+@pytest.mark.parametrize("slug", [s for s in LABS if (GRADING / s).is_dir()])
+def test_an_instructor_can_diff_a_submission_against_the_solution(slug: str) -> None:
+    """`leaklab diff` on a real submission: the learner's hunks first, then every stage."""
+    lab = load_lab(slug)
+    submission = sorted((GRADING / slug / "pass").glob("*.patch"))[0]
+    parts = diff.sections(lab, f"patch:{submission}")
+    assert len(parts) == 1 + len(lab.patches)
+    added = [
+        line
+        for line in submission.read_text().splitlines()
+        if line.startswith("+") and not line.startswith("+++") and line[1:].strip()
+    ]
+    assert added and added[0] in parts[0][1], "the submission's change is the first section"
+    assert diff.to_html(lab, parts).count("<section>") == len(parts)
 
 
 @pytest.mark.leak
