@@ -1,0 +1,3 @@
+module leaklab.dev/fanout-load
+
+go 1.24
