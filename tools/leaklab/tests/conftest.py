@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -64,3 +68,31 @@ def no_orphans(fake_repo: Path) -> Iterator[Path]:
     for proc in survivors:
         proc.kill()
     assert not survivors, f"orphan processes: {[p.info['cmdline'] for p in survivors]}"
+
+
+def start_run(root: Path, lab: str, ready: str) -> tuple[subprocess.Popen[str], list[str]]:
+    """`leaklab run LAB --duration 30` as a child process, handed back once a line of its
+    output contains `ready` (at most 60 s): the start of every Ctrl-C test."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "leaklab", "run", lab, "--duration", "30"],
+        env={**os.environ, "LEAKLAB_ROOT": str(root)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    output = []
+    deadline = time.monotonic() + 60
+    for line in proc.stdout:
+        output.append(line)
+        if ready in line or time.monotonic() > deadline:
+            break
+    return proc, output
+
+
+def interrupt(proc: subprocess.Popen[str], output: list[str]) -> None:
+    """Ctrl-C the run: it must exit 130 and say it wrote nothing."""
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130, "".join(output) + rest
+    assert "nothing written" in rest

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -11,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import interrupt, start_run
 
 from leaklab import report
 from leaklab.errors import LeakLabError
@@ -82,26 +82,10 @@ def test_port_in_use(no_orphans: Path) -> None:
 
 
 def test_ctrl_c_stops_everything_and_writes_nothing(no_orphans: Path) -> None:
-    cmd = [sys.executable, "-m", "leaklab", "run", "90", "--duration", "30"]
-    proc = subprocess.Popen(
-        cmd,
-        env={**os.environ, "LEAKLAB_ROOT": str(no_orphans)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    output = []
-    deadline = time.monotonic() + 60
-    for line in proc.stdout:  # wait until the service is up and the load is running
-        output.append(line)
-        if "service ready" in line or time.monotonic() > deadline:
-            break
+    # wait until the service is up and the load is running
+    proc, output = start_run(no_orphans, "90", ready="service ready")
     time.sleep(2)
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 130, "".join(output) + rest
-    assert "nothing written" in rest
+    interrupt(proc, output)
     assert datasets(no_orphans) == []
 
 

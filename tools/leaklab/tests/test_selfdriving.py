@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
+from conftest import interrupt, start_run
 
 from leaklab import report
 from leaklab.errors import LeakLabError
@@ -163,27 +162,11 @@ def test_every_failure_stops_everything_and_writes_nothing(
 
 
 def test_ctrl_c_stops_aux_and_service_and_writes_nothing(repo: Path) -> None:
-    cmd = [sys.executable, "-m", "leaklab", "run", "91", "--duration", "30"]
-    proc = subprocess.Popen(
-        cmd,
-        env={**os.environ, "LEAKLAB_ROOT": str(repo)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    output = []
-    deadline = time.monotonic() + 60
-    for line in proc.stdout:  # wait until the broker is up and the client is running
-        output.append(line)
-        if "drives itself" in line or time.monotonic() > deadline:
-            break
+    # wait until the broker is up and the client is running
+    proc, output = start_run(repo, "91", ready="drives itself")
     time.sleep(1.5)
     children = psutil.Process(proc.pid).children(recursive=True)
     assert len(children) >= 4, children  # broker + its helper, client + its helper
-    proc.send_signal(signal.SIGINT)
-    rest, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 130, "".join(output) + rest
-    assert "nothing written" in rest
+    interrupt(proc, output)
     assert written(repo) == []
     assert not [c for c in children if c.is_running() and c.status() != psutil.STATUS_ZOMBIE]
