@@ -57,6 +57,7 @@ def tree_hash(tree: Path, extra: Iterable[str] = ()) -> str:
 
 def build_variant(lab: Lab, variant: str, log: Callable[[str], None] = print) -> Built:
     """Materialise and build one variant of the lab's service (cached by content)."""
+    lab = lab.for_variant(variant)
     with tempfile.TemporaryDirectory(dir=_build_root(lab)) as tmp:
         src = Path(tmp) / "src"
         materialise(lab, variant, src)

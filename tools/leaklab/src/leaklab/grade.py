@@ -210,6 +210,11 @@ def grade(
     log: Callable[[str], None] = print,
     retries: int = 1,
 ) -> GradeResult:
+    if lab.implementation(variant):
+        raise LeakLabError(
+            f"{variant} is another implementation of lab {lab.slug}, not a fix of its service",
+            "grade your fix in service/ (the default), or a patch with --patch",
+        )
     spec = load_spec(lab)
     result = GradeResult(lab.slug, variant, hint=spec.hint)
     result.thresholds = {

@@ -67,6 +67,7 @@ class RunResult:
 
 
 def run(lab: Lab, opts: RunOptions, log: Callable[[str], None] = print) -> RunResult:
+    lab = lab.for_variant(opts.variant)  # an implementation's own build and service
     params = {**lab.params, **(opts.params or {})}
     driven = not lab.self_driving  # a listening service, driven by the lab's load program
     duration_s = _duration(params) if driven else _expected_s(params, lab.service.max_s)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +152,24 @@ class Bench:
 
 
 @dataclass(frozen=True)
+class Implementation:
+    """Another implementation of the same API, measured under the same load.
+
+    `[[implementations]]` names a folder beside `service/` (exported from git HEAD like
+    `broken`) with its own build, start command and snapshots; the load, samplers and
+    analysis are the lab's. Its name is a variant of its own (lab 05's `tokio`), so
+    `leaklab run/compare` show it beside broken and fixed. It is not graded: a grade
+    measures a fix of `service/`.
+    """
+
+    name: str
+    folder: str
+    build: Build
+    service: Service
+    snapshots: tuple[Snapshot, ...]
+
+
+@dataclass(frozen=True)
 class Lab:
     """One lab, as its `lab.toml` describes it."""
 
@@ -178,6 +196,7 @@ class Lab:
     aux: tuple[Aux, ...] = ()
     extra_params: dict[str, str] = field(default_factory=dict)
     self_driving: bool = False  # no [load]: the service drives itself and exits
+    implementations: tuple[Implementation, ...] = ()
 
     @property
     def params(self) -> dict[str, str]:
@@ -199,7 +218,18 @@ class Lab:
     @property
     def variants(self) -> list[str]:
         stages = [f"stage-{k}" for k in range(1, len(self.patches))]
-        return ["broken", *stages, "fixed"]
+        return ["broken", *stages, "fixed", *(i.name for i in self.implementations)]
+
+    def implementation(self, variant: str) -> Implementation | None:
+        return next((i for i in self.implementations if i.name == variant), None)
+
+    def for_variant(self, variant: str) -> Lab:
+        """The lab as one variant runs it: an implementation's own build, service and
+        snapshots in place of `service/`'s; the lab itself for every other variant."""
+        impl = self.implementation(variant)
+        if impl is None:
+            return self
+        return replace(self, build=impl.build, service=impl.service, snapshots=impl.snapshots)
 
 
 def fill(template: str, values: dict[str, str]) -> str:
@@ -368,21 +398,7 @@ def parse_lab(path: Path, root: Path) -> Lab:
                 s.opt_str("time_field"),
             )
         )
-    snapshots = []
-    for s in top.tables("snapshots"):
-        http, cmd = s.opt_str("http"), s.data.get("command")
-        if (http is None) == (cmd is None):
-            raise s._err("http/command", "exactly one of the two must be given")
-        if http is not None and not has_load:
-            raise s._err("http", "needs a service that listens (a [load] section)")
-        snapshots.append(
-            Snapshot(
-                s.text("name"),
-                http,
-                s.command("command") if cmd else None,
-                s.num("timeout_s", 60),
-            )
-        )
+    snapshots = _snapshots(top, has_load)
     aux: list[Aux] = []
     for a in top.tables("aux"):
         name = a.text("name")
@@ -391,6 +407,8 @@ def parse_lab(path: Path, root: Path) -> Lab:
         if name in {x.name for x in aux}:
             raise a._err("name", f"{name!r} is used twice")
         aux.append(Aux(name, a.command("command"), _ready(a, default_tcp=False)))
+
+    implementations = _implementations(top, has_load, {*patches, "broken", "fixed", "mine"})
 
     series = analysis.strs("series", ["rss_bytes"])
     verdict_series = analysis.text("verdict_series", series[0])
@@ -424,7 +442,7 @@ def parse_lab(path: Path, root: Path) -> Lab:
         if has_load
         else Load((), Command(()), {}, 0.0),
         samplers=tuple(samplers),
-        snapshots=tuple(snapshots),
+        snapshots=snapshots,
         analysis=Analysis(
             warmup_s=analysis.num("warmup_s", 10),
             series=series,
@@ -440,7 +458,54 @@ def parse_lab(path: Path, root: Path) -> Lab:
         aux=tuple(aux),
         extra_params=top.str_map("params"),
         self_driving=not has_load,
+        implementations=implementations,
     )
+
+
+def _snapshots(owner: _Table, has_load: bool) -> tuple[Snapshot, ...]:
+    snapshots = []
+    for s in owner.tables("snapshots"):
+        http, cmd = s.opt_str("http"), s.data.get("command")
+        if (http is None) == (cmd is None):
+            raise s._err("http/command", "exactly one of the two must be given")
+        if http is not None and not has_load:
+            raise s._err("http", "needs a service that listens (a [load] section)")
+        snapshots.append(
+            Snapshot(
+                s.text("name"),
+                http,
+                s.command("command") if cmd else None,
+                s.num("timeout_s", 60),
+            )
+        )
+    return tuple(snapshots)
+
+
+def _implementations(top: _Table, has_load: bool, taken: set[str]) -> tuple[Implementation, ...]:
+    found: list[Implementation] = []
+    for t in top.tables("implementations"):
+        if not has_load:
+            raise t._err("", "needs a service that listens (a [load] section)")
+        name = t.text("name")
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", name) or name.startswith("stage-"):
+            raise t._err("name", f"is {name!r}; use lower case letters, digits and -")
+        if name in taken or name in {i.name for i in found}:
+            raise t._err("name", f"{name!r} is already a variant's name")
+        folder = t.text("folder", name)
+        if "/" in folder or folder in ("service", "load", "..", "."):
+            raise t._err("folder", f"is {folder!r}; name a folder beside service/")
+        build = t.table("build")
+        service = t.table("service")
+        found.append(
+            Implementation(
+                name,
+                folder,
+                Build(build.commands("commands"), build.commands("test")),
+                Service(service.command("command"), _ready(service, default_tcp=True), 120.0),
+                _snapshots(t, has_load),
+            )
+        )
+    return tuple(found)
 
 
 def _ready(owner: _Table, default_tcp: bool) -> Ready:

@@ -4,7 +4,9 @@
 - `stage-K`: broken plus solution patches 1..K; `fixed`: all patches;
 - `mine`: the learner's working tree, as it is on disk;
 - `patch:<file>`: broken plus one given patch (a submitted fix, or the course's own
-  alternative and wrong fixes that prove the grader).
+  alternative and wrong fixes that prove the grader);
+- an implementation's name (`[[implementations]]`, e.g. lab 05's `tokio`): its own
+  folder beside `service/`, as committed at git HEAD, never patched.
 
 A variant is materialised into a fresh directory; `labs/` is never edited in place.
 """
@@ -38,7 +40,7 @@ def patches_for(lab: Lab, variant: str) -> list[Path]:
     count = len(lab.patches)
     if variant.startswith(PATCH_PREFIX):
         return [Path(variant[len(PATCH_PREFIX) :]).resolve()]
-    if variant in ("broken", "mine"):
+    if variant in ("broken", "mine") or lab.implementation(variant):
         k = 0
     elif variant == "fixed":
         k = count
@@ -55,10 +57,11 @@ def patches_for(lab: Lab, variant: str) -> list[Path]:
 def materialise(lab: Lab, variant: str, dest: Path) -> None:
     """Write the variant's service source tree into `dest` (which must not exist)."""
     patches = patches_for(lab, variant)
+    impl = lab.implementation(variant)
     if variant == "mine":
         _copy_working_tree(lab.service_dir, dest)
     else:
-        _export_from_head(lab, dest)
+        _export_from_head(lab, lab.lab_dir / impl.folder if impl else lab.service_dir, dest)
     for patch in patches:
         apply_patch(patch, dest)
 
@@ -84,8 +87,8 @@ def apply_patch(patch: Path, tree: Path) -> None:
         )
 
 
-def _export_from_head(lab: Lab, dest: Path) -> None:
-    rel = lab.service_dir.relative_to(lab.root).as_posix()
+def _export_from_head(lab: Lab, folder: Path, dest: Path) -> None:
+    rel = folder.relative_to(lab.root).as_posix()
     result = subprocess.run(
         ["git", "archive", "--format=tar", "HEAD", rel],
         cwd=lab.root,

@@ -74,12 +74,12 @@ object ApiSpec extends ZIOSpecDefault:
     test("healthz says ok") {
       call("/healthz").map(r => assertTrue(r.status == Status.Ok, r.body == "ok"))
     },
-    test("metrics is a JSON object with heap and counters") {
+    test("metrics is a JSON object with live, allocated and heap bytes and counters") {
       call("/metrics").map { r =>
         assertTrue(
           r.status == Status.Ok,
           r.body.startsWith("{"),
-          List("heap_used_bytes", "heap_committed_bytes", "heap_after_gc_bytes", "requests_served", "events_streamed")
+          List("live_bytes", "allocated_bytes", "heap_used_bytes", "requests_served", "events_streamed")
             .forall(k => r.body.contains(s""""$k":"""))
         )
       }
