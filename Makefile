@@ -26,15 +26,15 @@ lint: setup ## ruff and mypy on the harness; go vet and gofmt on the Go labs; ca
 	@.venv/bin/ruff check tools/leaklab
 	@.venv/bin/ruff format --check tools/leaklab
 	@.venv/bin/mypy tools/leaklab/src
-	@for mod in labs/*/service labs/*/load; do \
+	@for mod in labs/*/*/; do \
 	  if [ -f $$mod/go.mod ]; then \
 	    (cd $$mod && go vet ./... && test -z "$$(gofmt -l .)") || { echo "go lint failed in $$mod"; exit 1; }; \
 	  fi; \
 	done
 	@# Rust: clippy shares the lab's cargo target folder with the harness's builds.
-	@for ws in labs/*/service labs/*/load; do \
+	@for ws in labs/*/*/; do \
 	  if [ -f $$ws/Cargo.toml ]; then \
-	    lab=$$(basename $$(dirname $$ws)); \
+	    lab=$$(basename $$(dirname $$ws)); ws=$${ws%/}; \
 	    (cd $$ws && cargo fmt --all --check && \
 	      cargo clippy --quiet --locked --all-targets --target-dir "$(CURDIR)/.leaklab/build/$$lab/cargo-target" -- -D warnings) \
 	      || { echo "rust lint failed in $$ws"; exit 1; }; \

@@ -151,9 +151,9 @@ def measure(ds: dataset.Dataset, name: str, warmup_s: float = 0.0) -> float | No
     values = frame["value"]
     if values.empty:
         return None
-    if kind == "median":
-        return float(values.median())
-    return float(values.iloc[-1] if kind == "last" else values.max())
+    if kind == "last":
+        return float(values.iloc[-1])
+    return float(values.median() if kind == "median" else values.max())
 
 
 def evaluate(

@@ -90,6 +90,7 @@ def run(lab: Lab, opts: RunOptions, log: Callable[[str], None] = print) -> RunRe
         "load": str(load_built.out) if load_built else "",
         "run_dir": str(run_dir),
         "artefacts": str(artefacts),
+        "tools": str(work_dir(lab.root) / "tools"),  # jars and binaries scripts/setup fetched
     }
     for aux in lab.aux:
         aux_port = free_port()

@@ -259,7 +259,7 @@ class _Table:
     def _err(self, key: str, problem: str) -> LeakLabError:
         return LeakLabError(
             f"{self.source}: [{self.where}] {key} {problem}",
-            "see labs/README.md for the lab.toml schema",
+            "see tools/leaklab/README.md for the lab.toml schema",
         )
 
     def table(self, key: str, required: bool = True) -> _Table:
