@@ -77,6 +77,8 @@ LABELS = {
     "jvm_heap_after_gc_bytes": "JVM heap after GC",
     "beam_binary_bytes": "BEAM binaries",
     "rust_allocated_bytes": "Rust allocated",
+    "live_heap_bytes": "live heap",
+    "allocated_bytes": "allocated (rate)",
 }
 # Marp directives (`<!-- _class: lead -->`) are comments too, but not speaker notes.
 DIRECTIVE = re.compile(
