@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from leaklab import dataset, diff
+from leaklab import dataset, diff, report
 from leaklab.analysis import Fit, ratio
 from leaklab.build import build_variant, run_tests
 from leaklab.grade import grade
@@ -53,6 +53,20 @@ def test_captured_datasets_are_complete(slug: str) -> None:
         assert ds.meta["lab"] == slug and ds.meta["load_result"].get("done")
         assert set(lab.analysis.series) <= set(ds.frame["series"]), ds.name
         assert (lab.root / "datasets" / slug / f"{ds.name}.csv").stat().st_size < 1_000_000
+
+
+@pytest.mark.parametrize("slug", LABS)
+def test_compare_shows_every_captured_variant_in_one_table(slug: str) -> None:
+    """`leaklab compare NN --from datasets`: one row per captured run, and every other
+    implementation (lab 05's Tokio rewrite) beside broken and fixed."""
+    lab = load_lab(slug)
+    runs = dataset.read_folder(lab.root / "datasets" / slug)
+    summaries = [report.summarise(lab, ds) for ds in runs]
+    variants = {s.variant for s in summaries}
+    assert variants >= {"broken", "fixed", *(i.name for i in lab.implementations)}
+    assert report.table(lab, summaries).row_count == len(runs)
+    if lab.implementations:  # compared on latency as well as memory
+        assert all(s.latency_ms for s in summaries), [s.name for s in summaries]
 
 
 @pytest.mark.parametrize("slug", LABS)

@@ -29,6 +29,8 @@ class RunSummary:
     aborted: int
     errors: int
     verdict: str
+    # "p50 / p99" in ms, when the load program reports per-request latency (lab 05).
+    latency_ms: str | None = None
 
 
 def summarise(lab: Lab, ds: Dataset) -> RunSummary:
@@ -40,6 +42,9 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
     span = float(ds.meta.get("phases", {}).get("exit_s", load_s))
     ok = float(final.get("ok", final.get("acked", 0)))
     rss = ds.series("rss_bytes")["value"]
+    p50, p99 = final.get("p50_ms"), final.get("p99_ms")
+    timed = isinstance(p50, int | float) and isinstance(p99, int | float)
+    latency = f"{_ms(p50)} / {_ms(p99)}" if timed else None
     return RunSummary(
         name=ds.name,
         variant=ds.variant,
@@ -52,7 +57,12 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
         verdict=verdict(
             fits[lab.analysis.verdict_series], lab.analysis.grows_above, lab.analysis.flat_below
         ),
+        latency_ms=latency,
     )
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3g}" if value < 1000 else f"{value:,.0f}"
 
 
 def table(lab: Lab, summaries: list[RunSummary]) -> Table:
@@ -60,12 +70,16 @@ def table(lab: Lab, summaries: list[RunSummary]) -> Table:
     out.add_column("run")
     for s in lab.analysis.series:
         out.add_column(f"{s}\n{unit_per_min(s)}", justify="right")
+    latency = any(run.latency_ms for run in summaries)
+    if latency:
+        out.add_column("p50 / p99\nms", justify="right")
     for name in ("peak RSS\nMB", "ok/s", "sent", "client\naborts", "errors", "verdict"):
         out.add_column(name, justify="right")
     for run in summaries:
         out.add_row(
             run.name,
             *(str(run.fits[s]) if run.fits[s] else "n/a" for s in lab.analysis.series),
+            *([run.latency_ms or "n/a"] if latency else []),
             f"{run.peak_rss_mb:.0f}",
             f"{run.throughput:.0f}",
             str(run.sent),
