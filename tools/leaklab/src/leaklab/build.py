@@ -140,7 +140,7 @@ def run_tests(
     run_commands(
         lab.build.test,
         built.src,
-        {"src": str(built.src), "out": str(built.out)},
+        {"src": str(built.src), "out": str(built.out), "tools": tools_dir(lab)},
         log_file,
         timeout_s=timeout_s,
     )
@@ -150,6 +150,11 @@ def run_tests(
 
 def tail(path: Path, lines: int = 15) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def tools_dir(lab: Lab) -> str:
+    """`{tools}`: the jars and binaries scripts/setup fetched (the sbt launcher, ap-loader)."""
+    return str(work_dir(lab.root) / "tools")
 
 
 def _build_root(lab: Lab) -> Path:
@@ -174,7 +179,10 @@ def _build_tree(
     out.mkdir()
     log(f"{what}: building {key} (log: {home / 'build.log'})")
     run_commands(
-        commands, home / "src", {"out": str(out), "src": str(home / "src")}, home / "build.log"
+        commands,
+        home / "src",
+        {"out": str(out), "src": str(home / "src"), "tools": tools_dir(lab)},
+        home / "build.log",
     )
     (home / DONE_MARKER).touch()
     return Built(key, home / "src", out, cached=False)

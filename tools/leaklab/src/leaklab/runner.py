@@ -31,7 +31,7 @@ from typing import Any
 import psutil
 
 from leaklab import dataset
-from leaklab.build import Built, build_load, build_variant, tail
+from leaklab.build import Built, build_load, build_variant, tail, tools_dir
 from leaklab.errors import LeakLabError
 from leaklab.load import LoadProgram, LoadResult
 from leaklab.paths import work_dir
@@ -90,7 +90,7 @@ def run(lab: Lab, opts: RunOptions, log: Callable[[str], None] = print) -> RunRe
         "load": str(load_built.out) if load_built else "",
         "run_dir": str(run_dir),
         "artefacts": str(artefacts),
-        "tools": str(work_dir(lab.root) / "tools"),  # jars and binaries scripts/setup fetched
+        "tools": tools_dir(lab),
     }
     for aux in lab.aux:
         aux_port = free_port()

@@ -408,7 +408,7 @@ def parse_lab(path: Path, root: Path) -> Lab:
             raise a._err("name", f"{name!r} is used twice")
         aux.append(Aux(name, a.command("command"), _ready(a, default_tcp=False)))
 
-    implementations = _implementations(top, has_load, {*patches, "broken", "fixed", "mine"})
+    implementations = _implementations(top, has_load, {"broken", "fixed", "mine"})
 
     series = analysis.strs("series", ["rss_bytes"])
     verdict_series = analysis.text("verdict_series", series[0])
