@@ -68,7 +68,8 @@ def test_vscode_uses_the_project_venv_and_runs_notebooks_in_their_folder(
     config: dict[str, Any],
 ) -> None:
     settings = config["customizations"]["vscode"]["settings"]
-    assert settings["python.defaultInterpreterPath"] == "${containerWorkspaceFolder}/.venv/bin/python"
+    venv_python = "${containerWorkspaceFolder}/.venv/bin/python"
+    assert settings["python.defaultInterpreterPath"] == venv_python
     assert settings["jupyter.notebookFileRoot"] == "${fileDirname}"
 
 
