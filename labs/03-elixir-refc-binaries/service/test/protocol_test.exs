@@ -27,4 +27,10 @@ defmodule SocketApi.ProtocolTest do
 
     assert {:error, "9", :bad_topic} = Protocol.decode(~s({"type":"join","ref":"9","topic":""}))
   end
+
+  test "an error without a ref carries a JSON null, not the string \"nil\"" do
+    json = IO.iodata_to_binary(Protocol.error(nil, :invalid_json))
+    assert %{"ref" => :null, "reason" => "invalid_json"} = :jiffy.decode(json, [:return_maps])
+    assert %{"ref" => "4"} = :jiffy.decode(Protocol.error("4", :not_joined), [:return_maps])
+  end
 end

@@ -29,11 +29,51 @@ defmodule SocketApiTest do
     end
   end
 
+  describe "request heads" do
+    # Lines longer than the socket's own buffer (about 1.4 KB) used to reset the
+    # connection; the limit is now 8 KB per line, and past it the client is told why.
+    test "a 4 KB header line is read", %{port: port} do
+      head = "GET /healthz HTTP/1.1\r\nx-big: #{String.duplicate("a", 4_096)}\r\n\r\n"
+      assert {200, "ok\n", :closed} = WsClient.raw_http(port, head)
+    end
+
+    test "a URI over 8 KB gets 414 and an orderly close", %{port: port} do
+      head = "GET /healthz?q=#{String.duplicate("a", 10_000)} HTTP/1.1\r\nhost: x\r\n\r\n"
+      assert {414, _, :closed} = WsClient.raw_http(port, head)
+    end
+
+    test "a header line over 8 KB gets 431 and an orderly close", %{port: port} do
+      head = "GET /healthz HTTP/1.1\r\nx-big: #{String.duplicate("a", 10_000)}\r\n\r\n"
+      assert {431, _, :closed} = WsClient.raw_http(port, head)
+    end
+
+    test "too many header lines get 431", %{port: port} do
+      headers = for i <- 1..100, do: "x-h#{i}: #{i}\r\n"
+
+      assert {431, _, :closed} =
+               WsClient.raw_http(port, ["GET /healthz HTTP/1.1\r\n", headers, "\r\n"])
+    end
+  end
+
   describe "handshake" do
     test "the accept key follows RFC 6455", %{port: port} do
       {_socket, head, key, _} = WsClient.connect(port)
       assert head =~ "HTTP/1.1 101"
       assert head =~ "sec-websocket-accept: #{:cow_ws.encode_key(key)}"
+    end
+
+    test "a key that is not 16 bytes in base64 is refused", %{port: port} do
+      for key <- ["not base64!", Base.encode64("only 8 b"), Base.encode64(:binary.copy("k", 17))] do
+        assert {400, "bad websocket handshake: bad_key\n", :closed} =
+                 WsClient.raw_http(port, WsClient.upgrade_head(key))
+      end
+    end
+
+    test "frames sent right behind the request head are not lost", %{port: port} do
+      join = :cow_ws.masked_frame({:text, ~s({"type":"join","ref":"1","topic":"early"})}, %{})
+      {socket, "HTTP/1.1 101 " <> _, _key, rest} = WsClient.connect(port, join)
+      ws = %{socket: socket, buffer: rest}
+      assert {%{"type" => "joined", "ref" => "1"}, _} = WsClient.recv_json(ws)
     end
   end
 
@@ -63,7 +103,9 @@ defmodule SocketApiTest do
     test "malformed requests get an error reply and the connection stays", %{port: port} do
       ws = WsClient.open(port)
       WsClient.send_frame(ws, {:text, "{not json"})
-      assert {%{"type" => "error", "reason" => "invalid_json"}, ws} = WsClient.recv_json(ws)
+
+      assert {%{"type" => "error", "ref" => :null, "reason" => "invalid_json"}, ws} =
+               WsClient.recv_json(ws)
 
       WsClient.send_json(ws, %{type: "request", ref: "5", topic: "t", op: "list_items"})
 

@@ -6,7 +6,8 @@ defmodule SocketApi.Application do
       ├── SocketApi.Registry            which processes are open WebSocket connections
       ├── SocketApi.ChannelSupervisor   one SocketApi.Channel per topic a socket joined
       ├── SocketApi.ConnectionSupervisor one SocketApi.Connection per accepted socket
-      └── SocketApi.Listener            the listen socket and its acceptors
+      └── SocketApi.Listener            the listen socket and its acceptors (one_for_one)
+          └── SocketApi.Acceptor × 4    each accepts sockets and hands them to Connections
 
   The listener starts last so that nothing is accepted before the supervisors that
   hold connections and channels exist, and stops first on shutdown.

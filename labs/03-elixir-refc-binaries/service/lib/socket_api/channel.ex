@@ -10,6 +10,8 @@ defmodule SocketApi.Channel do
 
   alias SocketApi.Catalog
 
+  require Logger
+
   @spec start_link({binary(), pid()}) :: GenServer.on_start()
   def start_link({topic, connection}), do: GenServer.start_link(__MODULE__, {topic, connection})
 
@@ -33,4 +35,12 @@ defmodule SocketApi.Channel do
   @impl true
   def handle_info({:DOWN, _, :process, pid, _}, %{connection: pid} = state),
     do: {:stop, :normal, state}
+
+  # Anything else (a late reply, a stray monitor message) is not worth the channel's
+  # life: defining handle_info/2 replaced GenServer's default clause, which logs and
+  # carries on, so this one does the same.
+  def handle_info(message, state) do
+    Logger.warning("channel #{state.topic} ignored an unexpected message: #{inspect(message)}")
+    {:noreply, state}
+  end
 end

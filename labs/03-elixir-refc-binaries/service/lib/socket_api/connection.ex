@@ -33,7 +33,7 @@ defmodule SocketApi.Connection do
 
     case HTTP.read_request(socket, timeout) do
       {:ok, request} -> route(request, %{state | socket: socket})
-      {:error, _reason} -> respond_and_stop(%{state | socket: socket}, 400, "bad request\n")
+      {:error, reason} -> refuse(%{state | socket: socket}, reason)
     end
   end
 
@@ -78,8 +78,9 @@ defmodule SocketApi.Connection do
         :ok = :gen_tcp.send(state.socket, response)
         {:ok, _} = Registry.register(SocketApi.Registry, :websocket, nil)
         max = Application.fetch_env!(:socket_api, :max_message_bytes)
-        :ok = :inet.setopts(state.socket, active: :once)
-        {:noreply, %{state | frames: Frames.new(max)}}
+        # The client may have sent its first frames right behind the request head:
+        # take them as if just received (this also asks for the next data).
+        handle_info({:tcp, state.socket, request.rest}, %{state | frames: Frames.new(max)})
 
       {:error, reason} ->
         respond_and_stop(state, 400, "bad websocket handshake: #{reason}\n")
@@ -103,6 +104,21 @@ defmodule SocketApi.Connection do
        do: respond_and_stop(state, 405, "method not allowed\n")
 
   defp route(_request, state), do: respond_and_stop(state, 404, "not found\n")
+
+  # A request head that could not be read whole: answer why, if the client is still
+  # there, and close without a reset that could destroy the answer.
+  defp refuse(state, reason) do
+    {status, body} =
+      case reason do
+        :uri_too_long -> {414, "uri too long\n"}
+        :header_too_large -> {431, "request header fields too large\n"}
+        _ -> {400, "bad request\n"}
+      end
+
+    :gen_tcp.send(state.socket, HTTP.response(status, "text/plain", body))
+    HTTP.linger_close(state.socket)
+    {:stop, :normal, state}
+  end
 
   defp top_n(query) do
     case URI.decode_query(query) do

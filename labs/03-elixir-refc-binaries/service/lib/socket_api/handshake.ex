@@ -10,8 +10,8 @@ defmodule SocketApi.Handshake do
     with :ok <- require_token(headers, "upgrade", "websocket", :missing_upgrade),
          :ok <- require_token(headers, "connection", "upgrade", :missing_connection),
          "13" <- Map.get(headers, "sec-websocket-version", :bad_version),
-         key when is_binary(key) and byte_size(key) > 0 <-
-           Map.get(headers, "sec-websocket-key", :missing_key) do
+         key when is_binary(key) <- Map.get(headers, "sec-websocket-key", :missing_key),
+         :ok <- check_key(key) do
       {:ok,
        [
          "HTTP/1.1 101 Switching Protocols\r\n",
@@ -28,6 +28,14 @@ defmodule SocketApi.Handshake do
   end
 
   def accept(_request), do: {:error, :not_get}
+
+  # RFC 6455 4.1: the key is a random 16-byte nonce, base64-encoded (24 characters).
+  defp check_key(key) do
+    case Base.decode64(key) do
+      {:ok, <<_nonce::binary-size(16)>>} -> :ok
+      _ -> :bad_key
+    end
+  end
 
   # Header values are comma-separated token lists, compared case-insensitively.
   defp require_token(headers, name, token, error) do

@@ -1,19 +1,29 @@
 defmodule SocketApi.Listener do
   @moduledoc """
-  Owns the listening socket and a few acceptor processes.
+  The listen socket and the acceptor processes that take connections from it: a
+  supervisor of its own, the shape of Ranch's acceptor pool under Cowboy.
 
-  Each acceptor blocks in `:gen_tcp.accept/1`, hands the new socket to a fresh
-  `SocketApi.Connection` and goes back to accepting. The acceptors are linked to the
-  listener: if the listen socket goes, they go, and the supervisor restarts the lot.
+  `init/1` opens the socket, so this supervisor owns it. Its acceptors share the
+  socket, and one that crashes is restarted on it. If the listener itself exits (on
+  shutdown, or when acceptors crash too often) the socket closes with it, and its
+  restart opens a fresh one.
   """
-  use GenServer
+  use Supervisor
 
-  alias SocketApi.Connection
+  alias SocketApi.Acceptor
 
-  def start_link(opts), do: GenServer.start_link(__MODULE__, opts, name: __MODULE__)
+  def start_link(opts), do: Supervisor.start_link(__MODULE__, opts, name: __MODULE__)
 
   @doc "The port actually listened on (the configured one, or the OS's pick for 0)."
-  def port, do: GenServer.call(__MODULE__, :port)
+  @spec port() :: :inet.port_number()
+  def port do
+    # Each acceptor's child spec carries the listen socket.
+    {:ok, %{start: {Acceptor, :start_link, [listen]}}} =
+      :supervisor.get_childspec(__MODULE__, {Acceptor, 1})
+
+    {:ok, port} = :inet.port(listen)
+    port
+  end
 
   @impl true
   def init(opts) do
@@ -27,43 +37,18 @@ defmodule SocketApi.Listener do
       backlog: 1024
     ]
 
-    case :gen_tcp.listen(Keyword.fetch!(opts, :port), listen_opts) do
+    port = Keyword.fetch!(opts, :port)
+
+    case :gen_tcp.listen(port, listen_opts) do
       {:ok, listen} ->
-        for _ <- 1..Keyword.get(opts, :acceptors, 4), do: spawn_link(fn -> accept(listen) end)
-        {:ok, listen}
+        acceptors =
+          for id <- 1..Keyword.get(opts, :acceptors, 4),
+              do: Supervisor.child_spec({Acceptor, listen}, id: {Acceptor, id})
+
+        Supervisor.init(acceptors, strategy: :one_for_one)
 
       {:error, reason} ->
-        {:stop, {:listen_failed, reason}}
-    end
-  end
-
-  @impl true
-  def handle_call(:port, _from, listen) do
-    {:ok, port} = :inet.port(listen)
-    {:reply, port, listen}
-  end
-
-  defp accept(listen) do
-    case :gen_tcp.accept(listen) do
-      {:ok, socket} ->
-        hand_over(socket)
-        accept(listen)
-
-      {:error, :closed} ->
-        exit(:normal)
-
-      {:error, _transient} ->
-        # e.g. :emfile under a burst: keep accepting rather than take the node down.
-        accept(listen)
-    end
-  end
-
-  defp hand_over(socket) do
-    with {:ok, pid} <- DynamicSupervisor.start_child(SocketApi.ConnectionSupervisor, Connection),
-         :ok <- :gen_tcp.controlling_process(socket, pid) do
-      Connection.take(pid, socket)
-    else
-      _ -> :gen_tcp.close(socket)
+        raise "cannot listen on port #{port}: #{:inet.format_error(reason)}"
     end
   end
 end

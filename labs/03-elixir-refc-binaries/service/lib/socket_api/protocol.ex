@@ -100,8 +100,14 @@ defmodule SocketApi.Protocol do
     })
   end
 
+  @doc "An error reply; `ref` is `null` when the message had none (or was not JSON)."
   @spec error(binary() | nil, atom()) :: iodata()
-  def error(ref, reason), do: encode(%{"type" => "error", "ref" => ref, "reason" => reason})
+  def error(ref, reason),
+    do: encode(%{"type" => "error", "ref" => json_null(ref), "reason" => reason})
+
+  # jiffy writes any atom as a string, `nil` included; its JSON null is the atom `null`.
+  defp json_null(nil), do: :null
+  defp json_null(value), do: value
 
   defp encode(doc), do: :jiffy.encode(doc)
 end

@@ -7,19 +7,25 @@ defmodule SocketApi.WsClient do
 
   @timeout 5_000
 
-  def connect(port) do
+  @doc """
+  Sends an upgrade request, and `early` bytes right behind it; returns the socket, the
+  response head, the key sent and whatever followed the head.
+  """
+  def connect(port, early \\ []) do
     {:ok, socket} = :gen_tcp.connect({127, 0, 0, 1}, port, [:binary, active: false])
     key = Base.encode64(:crypto.strong_rand_bytes(16))
-
-    :ok =
-      :gen_tcp.send(socket, [
-        "GET /socket HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\n",
-        "connection: Upgrade\r\nsec-websocket-version: 13\r\n",
-        "sec-websocket-key: #{key}\r\n\r\n"
-      ])
-
+    :ok = :gen_tcp.send(socket, [upgrade_head(key), early])
     {:ok, head, rest} = read_head(socket, <<>>)
     {socket, head, key, rest}
+  end
+
+  @doc "The head of a WebSocket upgrade request with the given `sec-websocket-key`."
+  def upgrade_head(key) do
+    [
+      "GET /socket HTTP/1.1\r\nhost: localhost\r\nupgrade: websocket\r\n",
+      "connection: Upgrade\r\nsec-websocket-version: 13\r\n",
+      "sec-websocket-key: #{key}\r\n\r\n"
+    ]
   end
 
   defp read_head(socket, acc) do
@@ -86,6 +92,34 @@ defmodule SocketApi.WsClient do
     [head, body] = :binary.split(response, "\r\n\r\n")
     ["HTTP/1.1", status | _] = String.split(head, " ", parts: 3)
     {String.to_integer(status), body}
+  end
+
+  @doc """
+  Sends `bytes` as they are and reads the reply to the end. Returns `{status, body, ended}`
+  where `ended` is how the server ended it: `:closed` for an orderly close, `:econnreset`
+  for a reset (which, on some systems, destroys a reply not yet read).
+  """
+  def raw_http(port, bytes) do
+    opts = [:binary, active: false, show_econnreset: true]
+    {:ok, socket} = :gen_tcp.connect({127, 0, 0, 1}, port, opts)
+    :ok = :gen_tcp.send(socket, bytes)
+    {response, ended} = read_to_end(socket, <<>>)
+    :gen_tcp.close(socket)
+
+    case :binary.split(response, "\r\n\r\n") do
+      ["HTTP/1.1 " <> <<status::binary-size(3)>> <> _, body] ->
+        {String.to_integer(status), body, ended}
+
+      _ ->
+        {:no_response, response, ended}
+    end
+  end
+
+  defp read_to_end(socket, acc) do
+    case :gen_tcp.recv(socket, 0, @timeout) do
+      {:ok, data} -> read_to_end(socket, acc <> data)
+      {:error, reason} -> {acc, reason}
+    end
   end
 
   defp read_all(socket, acc) do
