@@ -3,11 +3,13 @@
 package checkin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -47,11 +49,12 @@ type Counters struct {
 	AbortedAfterEnqueue  atomic.Uint64
 	// Failed counts check-ins answered with 503 or 504.
 	Failed atomic.Uint64
-	// Rejected counts requests answered with a 4xx status.
+	// Rejected counts check-ins answered with a 4xx status.
 	Rejected atomic.Uint64
 }
 
-// Handler serves POST /checkin. Every other path is a 404.
+// Handler serves POST /checkin. It does not look at the method or the path:
+// the mux routes only that route to it, and answers 404 and 405 itself.
 type Handler struct {
 	engine   Doer
 	counters *Counters
@@ -63,16 +66,6 @@ func NewHandler(engine Doer, counters *Counters) *Handler {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/checkin" {
-		h.reject(w, http.StatusNotFound, "not found")
-		return
-	}
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		h.reject(w, http.StatusMethodNotAllowed, "method not allowed")
-		return
-	}
-
 	req, status, msg := decode(w, r)
 	if status != 0 {
 		h.reject(w, status, msg)
@@ -107,21 +100,32 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // decode reads and validates the body. On failure it returns the status and
 // message to answer with.
 func decode(w http.ResponseWriter, r *http.Request) (*Request, int, string) {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	// Read the whole body before decoding it: it is small, reading it to EOF
+	// lets the server notice a client that goes away while the check-in is
+	// handled, and the raw bytes can be checked as UTF-8.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	switch {
+	case tooLarge(err):
+		return nil, http.StatusRequestEntityTooLarge, "body too large"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The server's ReadTimeout passed before the client sent it all.
+		return nil, http.StatusRequestTimeout, "body not received in time"
+	case err != nil:
+		return nil, http.StatusBadRequest, "unreadable body"
+	}
+	// JSON exchanged between systems must be UTF-8 (RFC 8259). encoding/json
+	// would quietly turn invalid bytes into U+FFFD, storing an agent_id that
+	// no agent sent.
+	if !utf8.Valid(body) {
+		return nil, http.StatusBadRequest, "body is not valid UTF-8"
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	var req Request
 	if err := dec.Decode(&req); err != nil {
-		if tooLarge(err) {
-			return nil, http.StatusRequestEntityTooLarge, "body too large"
-		}
 		return nil, http.StatusBadRequest, "malformed body"
 	}
-	// Read to the end so that trailing data is rejected and so that the server
-	// notices if the client goes away while the request is being handled.
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if tooLarge(err) {
-			return nil, http.StatusRequestEntityTooLarge, "body too large"
-		}
 		return nil, http.StatusBadRequest, "trailing data after body"
 	}
 	switch {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"leaklab.dev/bulkabort/bulk"
 )
@@ -58,48 +61,65 @@ func TestCheckinOK(t *testing.T) {
 func TestCheckinRejects(t *testing.T) {
 	long := strings.Repeat("a", MaxAgentIDLen+1)
 	tests := []struct {
-		name, method, path, body string
-		want                     int
+		name, body string
+		want       int
+		msg        string
 	}{
-		{"unknown route", http.MethodPost, "/nope", validBody(), http.StatusNotFound},
-		{"root", http.MethodGet, "/", "", http.StatusNotFound},
-		{"wrong method", http.MethodGet, "/checkin", "", http.StatusMethodNotAllowed},
-		{"put", http.MethodPut, "/checkin", validBody(), http.StatusMethodNotAllowed},
-		{"malformed", http.MethodPost, "/checkin", `{"agent_id":`, http.StatusBadRequest},
-		{"not an object", http.MethodPost, "/checkin", `[1,2]`, http.StatusBadRequest},
-		{"empty body", http.MethodPost, "/checkin", ``, http.StatusBadRequest},
-		{"unknown field", http.MethodPost, "/checkin", `{"agent_id":"a","extra":1}`, http.StatusBadRequest},
-		{"missing agent_id", http.MethodPost, "/checkin", `{"status":"online"}`, http.StatusBadRequest},
-		{"empty agent_id", http.MethodPost, "/checkin", `{"agent_id":""}`, http.StatusBadRequest},
-		{"long agent_id", http.MethodPost, "/checkin", `{"agent_id":"` + long + `"}`, http.StatusBadRequest},
-		{"long payload", http.MethodPost, "/checkin", `{"agent_id":"a","payload":"` + strings.Repeat("p", MaxPayloadBytes+1) + `"}`, http.StatusBadRequest},
-		{"trailing data", http.MethodPost, "/checkin", validBody() + `{}`, http.StatusBadRequest},
-		{"oversized", http.MethodPost, "/checkin", `{"agent_id":"a","status":"` + strings.Repeat("s", MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge},
+		{"malformed", `{"agent_id":`, http.StatusBadRequest, "malformed body"},
+		{"not an object", `[1,2]`, http.StatusBadRequest, "malformed body"},
+		{"empty body", ``, http.StatusBadRequest, "malformed body"},
+		{"unknown field", `{"agent_id":"a","extra":1}`, http.StatusBadRequest, "malformed body"},
+		{"missing agent_id", `{"status":"online"}`, http.StatusBadRequest, "agent_id is required"},
+		{"empty agent_id", `{"agent_id":""}`, http.StatusBadRequest, "agent_id is required"},
+		{"long agent_id", `{"agent_id":"` + long + `"}`, http.StatusBadRequest, "agent_id is too long"},
+		{"long payload", `{"agent_id":"a","payload":"` + strings.Repeat("p", MaxPayloadBytes+1) + `"}`, http.StatusBadRequest, "payload is too long"},
+		{"trailing data", validBody() + `{}`, http.StatusBadRequest, "trailing data after body"},
+		// encoding/json alone would store these as U+FFFD.
+		{"invalid UTF-8 in agent_id", "{\"agent_id\":\"agent-\xff\"}", http.StatusBadRequest, "body is not valid UTF-8"},
+		{"invalid UTF-8 in payload", "{\"agent_id\":\"a\",\"payload\":\"\xc3(\"}", http.StatusBadRequest, "body is not valid UTF-8"},
+		{"oversized", `{"agent_id":"a","status":"` + strings.Repeat("s", MaxBodyBytes) + `"}`, http.StatusRequestEntityTooLarge, "body too large"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			eng := &fakeEngine{}
-			rec, c := serve(t, eng, tt.method, tt.path, tt.body)
-			if rec.Code != tt.want {
-				t.Fatalf("status = %d, want %d (body %s)", rec.Code, tt.want, rec.Body)
-			}
-			var body struct {
-				Error string `json:"error"`
-			}
-			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Error == "" {
-				t.Errorf("body = %q, want a JSON error", rec.Body)
-			}
-			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
-				t.Errorf("content type = %q", ct)
-			}
-			if eng.got != nil {
-				t.Error("a rejected request reached the engine")
-			}
-			if c.Rejected.Load() != 1 {
-				t.Errorf("rejected counter = %d, want 1", c.Rejected.Load())
-			}
+			rec, c := serve(t, eng, http.MethodPost, "/checkin", tt.body)
+			assertRejected(t, rec, c, eng, tt.want, tt.msg)
 		})
 	}
+}
+
+// assertRejected checks that a request was answered with a JSON error of the
+// given status and message, and never reached the engine.
+func assertRejected(t *testing.T, rec *httptest.ResponseRecorder, c *Counters, eng *fakeEngine, status int, msg string) {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status = %d, want %d (body %s)", rec.Code, status, rec.Body)
+	}
+	var body struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Error != msg {
+		t.Errorf("body = %q, want the JSON error %q", rec.Body, msg)
+	}
+	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("content type = %q", ct)
+	}
+	if eng.got != nil {
+		t.Error("a rejected request reached the engine")
+	}
+	if c.Rejected.Load() != 1 {
+		t.Errorf("rejected counter = %d, want 1", c.Rejected.Load())
+	}
+}
+
+// A body cut short by the server's ReadTimeout is a 408, not a malformed body.
+func TestCheckinBodyTimeout(t *testing.T) {
+	eng := &fakeEngine{}
+	c := new(Counters)
+	body := io.MultiReader(strings.NewReader(`{"agent_id":`), iotest.ErrReader(os.ErrDeadlineExceeded))
+	rec := httptest.NewRecorder()
+	NewHandler(eng, c).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/checkin", body))
+	assertRejected(t, rec, c, eng, http.StatusRequestTimeout, "body not received in time")
 }
 
 func TestCheckinAcceptsLimits(t *testing.T) {

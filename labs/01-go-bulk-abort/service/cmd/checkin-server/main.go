@@ -25,6 +25,32 @@ import (
 // waiting for the engine's flushes.
 const shutdownTimeout = 5 * time.Second
 
+// timeouts bound how long a client may hold a connection without sending
+// what the server waits for.
+type timeouts struct {
+	// readHeader bounds reading a request's headers.
+	readHeader time.Duration
+	// read bounds reading a whole request, headers and body. A check-in body
+	// is at most 64 KiB; a client that stops halfway is cut off here.
+	read time.Duration
+	// idle bounds the wait for the next request on a kept-alive connection.
+	idle time.Duration
+}
+
+// defaultTimeouts are the server's. There is no WriteTimeout: it would run
+// from the end of the headers and so have to outlast the slowest check-in
+// (queueing plus a backend call of up to -backend-timeout), and the pprof
+// CPU profile and trace stream for 30 s by default. A check-in's answer is
+// a few bytes, which the socket buffer takes at once.
+var defaultTimeouts = timeouts{
+	readHeader: 5 * time.Second,
+	read:       10 * time.Second,
+	// Longer than the load's 30 s IdleConnTimeout, so that the client, not
+	// the server, closes an idle connection and never reuses one that the
+	// server is closing.
+	idle: 60 * time.Second,
+}
+
 // options holds the parsed command line.
 type options struct {
 	listen         string
@@ -114,10 +140,7 @@ func serve(opts options, logger *log.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           newMux(engine, counters),
-		ReadHeaderTimeout: 5 * time.Second,
-	}
+	srv := newServer(newMux(engine, counters), defaultTimeouts)
 
 	sigCtx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -159,4 +182,14 @@ func serve(opts options, logger *log.Logger) error {
 	}
 	logger.Print("stopped")
 	return nil
+}
+
+// newServer returns the HTTP server for handler, with the given timeouts.
+func newServer(handler http.Handler, t timeouts) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: t.readHeader,
+		ReadTimeout:       t.read,
+		IdleTimeout:       t.idle,
+	}
 }

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bufio"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -76,7 +79,142 @@ func TestRoutes(t *testing.T) {
 	if rec := get("/debug/vars"); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "memstats") {
 		t.Errorf("debug/vars = %d", rec.Code)
 	}
-	if rec := get("/nope"); rec.Code != http.StatusNotFound {
-		t.Errorf("unknown route = %d", rec.Code)
+	for _, path := range []string{"/", "/nope", "/checkin/extra"} {
+		if rec := get(path); rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s = %d, want 404", path, rec.Code)
+		}
 	}
+}
+
+func TestWrongMethodIs405(t *testing.T) {
+	e, err := bulk.New(bulk.DefaultConfig(), &bulk.SlowBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := newMux(e, new(checkin.Counters))
+	tests := []struct {
+		method, path, allow string
+	}{
+		{http.MethodGet, "/checkin", "POST"},
+		{http.MethodPut, "/checkin", "POST"},
+		{http.MethodPost, "/healthz", "GET, HEAD"},
+		{http.MethodDelete, "/debug/vars", "GET, HEAD"},
+		{http.MethodPost, "/debug/pprof/", "GET, HEAD"},
+		{http.MethodPost, "/debug/pprof/heap", "GET, HEAD"},
+		{http.MethodPost, "/debug/pprof/cmdline", "GET, HEAD"},
+		{http.MethodPost, "/debug/pprof/profile", "GET, HEAD"},
+		{http.MethodPost, "/debug/pprof/trace", "GET, HEAD"},
+		{http.MethodDelete, "/debug/pprof/symbol", "GET, HEAD, POST"},
+	}
+	for _, tt := range tests {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(tt.method, tt.path, nil))
+		if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != tt.allow {
+			t.Errorf("%s %s = %d, Allow %q; want 405, Allow %q",
+				tt.method, tt.path, rec.Code, rec.Header().Get("Allow"), tt.allow)
+		}
+	}
+}
+
+func TestDefaultTimeoutsAreAllSet(t *testing.T) {
+	d := defaultTimeouts
+	if d.readHeader <= 0 || d.read < d.readHeader || d.idle <= 0 {
+		t.Errorf("defaultTimeouts = %+v: every timeout must be set, and read must cover the headers", d)
+	}
+}
+
+// shortTimeouts make the timeout tests quick; testDeadline is how long a test
+// waits for the server before calling it a hang.
+var shortTimeouts = timeouts{readHeader: 250 * time.Millisecond, read: 250 * time.Millisecond, idle: 250 * time.Millisecond}
+
+const testDeadline = 5 * time.Second
+
+// startServer serves the service's routes on a loopback port, with an engine
+// that is not running, and returns a connection to it whose reads give up
+// after testDeadline.
+func startServer(t *testing.T, to timeouts) net.Conn {
+	t.Helper()
+	e, err := bulk.New(bulk.DefaultConfig(), &bulk.SlowBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := newServer(newMux(e, new(checkin.Counters)), to)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if err := conn.SetReadDeadline(time.Now().Add(testDeadline)); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// expectClosed fails unless the server has closed conn (EOF), or does so
+// before the read deadline.
+func expectClosed(t *testing.T, r io.Reader) {
+	t.Helper()
+	if n, err := r.Read(make([]byte, 1)); n != 0 || !errors.Is(err, io.EOF) {
+		t.Errorf("read after the answer = %d bytes, %v; want EOF (server closed the connection)", n, err)
+	}
+}
+
+func TestPartialBodyIsCutOff(t *testing.T) {
+	conn := startServer(t, shortTimeouts)
+	// Headers promise 100 bytes; the client sends 12 and stalls.
+	start := time.Now()
+	_, err := io.WriteString(conn, "POST /checkin HTTP/1.1\r\nHost: checkin\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"agent_id\":")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer within %v of a stalled body: %v", testDeadline, err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "not received in time") {
+		t.Errorf("answer = %d %q, want 408 and why", resp.StatusCode, body)
+	}
+	if waited := time.Since(start); waited < shortTimeouts.read {
+		t.Errorf("answered after %v, before the %v read timeout", waited, shortTimeouts.read)
+	}
+	expectClosed(t, br)
+}
+
+func TestIdleConnectionIsClosed(t *testing.T) {
+	conn := startServer(t, shortTimeouts)
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: checkin\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.Close {
+		t.Fatal("the server closed the connection after one request; nothing left to test")
+	}
+	// The connection is now idle, kept alive for a next request that never
+	// comes.
+	expectClosed(t, br)
 }

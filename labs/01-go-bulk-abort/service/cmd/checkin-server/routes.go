@@ -13,10 +13,11 @@ import (
 
 // newMux wires the service's routes. The debug endpoints share the loopback
 // listener so that one address is enough to load, observe and profile the
-// service.
+// service. Every pattern names its methods: the mux then answers a wrong
+// method with 405 and an Allow header, and an unknown path with 404.
 func newMux(engine *bulk.Engine, counters *checkin.Counters) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/", checkin.NewHandler(engine, counters))
+	mux.Handle("POST /checkin", checkin.NewHandler(engine, counters))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-engine.Done():
@@ -30,11 +31,13 @@ func newMux(engine *bulk.Engine, counters *checkin.Counters) *http.ServeMux {
 	})
 
 	mux.Handle("GET /debug/vars", expvar.Handler())
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	// go tool pprof posts the addresses it wants symbolised.
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	return mux
 }
 
