@@ -1,29 +1,259 @@
-"""The shipped Classroom configuration grades labs that exist, with the real command."""
+"""The GitHub workflows match the course: CI has a job for every lab and one for the
+harness, and together they select every test once; the classroom workflow grades every
+lab in the layout GitHub Classroom's reporter needs; and every command either workflow
+runs is a script, a Make target or a `.venv/bin` program that exists here."""
 
 from __future__ import annotations
 
-import json
 import re
+import shlex
+import tomllib
+from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import Path
+from typing import Any
 
+import pytest
+import typer
+import yaml
+from _pytest.mark import KeywordMatcher
+from _pytest.mark.expression import Expression
+
+from leaklab.cli import app
 from leaklab.spec import lab_slugs
 
 ROOT = Path(__file__).resolve().parents[3]
+WORKFLOWS = ROOT / ".github" / "workflows"
+LABS = lab_slugs()
+GRADER = "classroom-resources/autograding-command-grader@v1"
+REPORTER = "classroom-resources/autograding-grading-reporter@v1"
+EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
-def test_autograding_runs_leaklab_grade_on_existing_labs() -> None:
-    config = json.loads((ROOT / ".github" / "classroom" / "autograding.json").read_text())
-    numbers = {slug[:2] for slug in lab_slugs()}
-    assert config["tests"], "no autograding tests"
-    for test in config["tests"]:
-        assert test["setup"] == "scripts/setup"
-        match = re.fullmatch(r"\.venv/bin/leaklab grade (\d\d) --json grade-\1\.json", test["run"])
-        assert match, test["run"]
-        assert match.group(1) in numbers, f"lab {match.group(1)} does not exist"
-        assert test["points"] > 0 and test["timeout"] >= 10
+def workflow(name: str) -> dict[str, Any]:
+    parsed = yaml.safe_load((WORKFLOWS / name).read_text())
+    assert isinstance(parsed, dict), name
+    return parsed
 
 
-def test_example_workflow_calls_the_same_commands() -> None:
-    workflow = (ROOT / "docs" / "classroom" / "classroom.yml").read_text()
-    assert "run: scripts/setup" in workflow
-    assert ".venv/bin/leaklab grade 01 --json grade-01.json" in workflow
+def steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(job["steps"])
+
+
+def number(slug: str) -> str:
+    return slug.split("-", 1)[0]
+
+
+# ---------------------------------------------------------------- CI
+
+
+def ci_matrix() -> list[dict[str, str]]:
+    (job,) = workflow("ci.yml")["jobs"].values()
+    include = job["strategy"]["matrix"]["include"]
+    assert isinstance(include, list)
+    return include
+
+
+def selects(
+    tests: str, path: str, names: AbstractSet[str], marks: AbstractSet[str] = frozenset()
+) -> bool:
+    """Whether pytest, given `tests` (paths, -k, -m) from the repository root, runs an
+    item in file `path` whose keyword names are `names`: pytest's own -k and -m logic."""
+    args = shlex.split(tests)
+    keyword = args[args.index("-k") + 1] if "-k" in args else None
+    marker = args[args.index("-m") + 1] if "-m" in args else None
+    paths = [
+        a for i, a in enumerate(args) if not a.startswith("-") and args[i - 1] not in {"-k", "-m"}
+    ]
+    if not any(path == p or path.startswith(p.rstrip("/") + "/") for p in paths):
+        return False
+    keywords = KeywordMatcher(frozenset({Path(path).name, *names, *marks}))
+    if keyword and not Expression.compile(keyword).evaluate(keywords):
+        return False
+    return not marker or Expression.compile(marker).evaluate(lambda m, **_: m in marks)
+
+
+COURSE = "tools/leaklab/tests/test_course.py"
+
+
+def course_item(slug: str) -> set[str]:
+    """A per-lab course test as pytest names it: the lab slug in the parameter id."""
+    return {"test_variant_builds_and_passes_its_unit_tests", f"test_x[{slug}-broken]"}
+
+
+def test_ci_has_a_job_per_lab_that_runs_that_labs_tests() -> None:
+    matrix = ci_matrix()
+    for slug in LABS:
+        jobs = [e for e in matrix if e["setup"] == f"--lab {number(slug)}"]
+        assert len(jobs) == 1, f"{slug}: no CI job (scripts/setup --lab {number(slug)})"
+        tests = jobs[0]["tests"]
+        assert selects(tests, COURSE, course_item(slug)), f"{slug}: its job misses its tests"
+        for other in set(LABS) - {slug}:
+            assert not selects(tests, COURSE, course_item(other)), f"{slug}'s job runs {other}"
+
+
+def test_ci_harness_job_runs_everything_the_lab_jobs_do_not() -> None:
+    harness = [e for e in ci_matrix() if e["setup"] == "--all"]
+    assert len(harness) == 1, "no harness job (scripts/setup --all)"
+    tests = harness[0]["tests"]
+    for slug in LABS:
+        assert not selects(tests, COURSE, course_item(slug)), f"harness repeats {slug}"
+    # A course test that is not per lab (leak-marked), and a harness test whose id
+    # carries a lab slug (a deck named like its lab), both belong to the harness job.
+    assert selects(tests, COURSE, {"test_the_readme_demo_command_runs"}, {"leak"})
+    deck = {f"test_every_deck_builds_to_html[{LABS[0]}]"}
+    assert selects(tests, "tools/leaklab/tests/test_slides.py", deck)
+    assert selects(tests, "tools/leaklab/tests/test_analysis.py", {"test_fit"})
+
+
+def test_the_selection_logic_can_tell() -> None:
+    """The helper above is pytest's -k: a job that names no lab selects none."""
+    assert not selects(f"{COURSE} -k nothing", COURSE, course_item(LABS[0]))
+    assert not selects(f"tools/leaklab/tests/test_x.py -k {LABS[0]}", COURSE, course_item(LABS[0]))
+    assert not selects(f"{COURSE} -m 'not leak'", COURSE, {"t"}, {"leak"})
+
+
+# ---------------------------------------------------------------- Classroom
+
+
+def classroom_job() -> dict[str, Any]:
+    config = workflow("classroom.yml")
+    # Classroom's reporter only uploads points from this workflow name and job name.
+    assert config["name"] == "Autograding Tests"
+    assert list(config["jobs"]) == ["run-autograding-tests"]
+    job = config["jobs"]["run-autograding-tests"]
+    assert isinstance(job, dict)
+    return job
+
+
+def test_classroom_grades_every_lab() -> None:
+    job = classroom_job()
+    graders = [s for s in steps(job) if s.get("uses") == GRADER]
+    by_lab = {}
+    for step in graders:
+        args = step["with"]
+        m = re.fullmatch(
+            r"\.venv/bin/leaklab grade (\d\d)(?: --json grade-\1\.json)?", args["command"]
+        )
+        assert m, args["command"]
+        by_lab[m.group(1)] = step
+        assert args["setup-command"] == f"scripts/setup --lab {m.group(1)}"
+        assert args["test-name"].startswith(f"Lab {m.group(1)}")
+        assert 0 < int(args["timeout"]) <= 60, "minutes"
+        assert int(args["max-score"]) > 0
+    assert sorted(by_lab) == sorted(number(s) for s in LABS), "one graded step per lab"
+    total = sum(int(s["with"]["timeout"]) for s in graders)
+    assert total <= int(job["timeout-minutes"]), "the job would stop before its graders"
+
+
+def test_classroom_reporter_reads_every_graders_result() -> None:
+    all_steps = steps(classroom_job())
+    ids = [s["id"] for s in all_steps if s.get("uses") == GRADER]
+    (reporter,) = [i for i, s in enumerate(all_steps) if s.get("uses") == REPORTER]
+    last_grader = max(i for i, s in enumerate(all_steps) if s.get("uses") == GRADER)
+    assert reporter > last_grader, "the reporter runs after every grader"
+    step = all_steps[reporter]
+    assert step["with"]["runners"].split(",") == ids
+    for runner in ids:
+        want = f"${{{{ steps.{runner}.outputs.result }}}}"
+        assert step["env"][f"{runner.upper()}_RESULTS"] == want, runner
+
+
+# ---------------------------------------------------------------- commands
+
+
+def commands() -> Iterator[tuple[str, str]]:
+    """(where, command line) for every run/command/setup-command in both workflows, with
+    CI's matrix values filled in."""
+    for name in ("ci.yml", "classroom.yml"):
+        for job_name, job in workflow(name)["jobs"].items():
+            matrix = job.get("strategy", {}).get("matrix", {}).get("include", [{}])
+            for entry in matrix:
+                for step in steps(job):
+                    texts = [step.get("run")]
+                    texts += [step.get("with", {}).get(k) for k in ("command", "setup-command")]
+                    for text in filter(None, texts):
+                        filled = EXPRESSION.sub(lambda m, e=entry: fill(m.group(1), e), text)
+                        for line in filled.splitlines():
+                            for part in re.split(r"&&|\|\||;", line):
+                                if part.strip():
+                                    yield f"{name}:{job_name}", part.strip()
+
+
+def fill(expression: str, entry: dict[str, str]) -> str:
+    key = expression.removeprefix("matrix.")
+    assert key != expression and key in entry, f"unexpected ${{{{ {expression} }}}} in a command"
+    return entry[key]
+
+
+def make_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    return set(re.findall(r"^([A-Za-z0-9_.-]+):", text, re.M))
+
+
+def venv_programs() -> set[str]:
+    """What `.venv/bin` holds that the project declares: its scripts, its dev tools."""
+    project = tomllib.loads((ROOT / "tools" / "leaklab" / "pyproject.toml").read_text())["project"]
+    dev = {re.split(r"[<>=\[ ]", d)[0].lower() for d in project["optional-dependencies"]["dev"]}
+    return {*project["scripts"], *dev, "python", "python3"}
+
+
+def check_leaklab(argv: list[str]) -> None:
+    group = typer.main.get_command(app)
+    command = getattr(group, "commands", {}).get(argv[0])
+    assert command is not None, f"leaklab has no `{argv[0]}` command"
+    options = {opt for param in command.params for opt in param.opts}
+    for arg in argv[1:]:
+        if arg.startswith("-"):
+            assert arg.split("=")[0] in options, f"leaklab {argv[0]} has no {arg}"
+    labs = [a for a in argv[1:] if re.fullmatch(r"\d\d", a)]
+    assert all(lab in {number(s) for s in LABS} for lab in labs), f"no lab {labs}"
+
+
+def check_command(line: str) -> None:
+    argv = shlex.split(line)
+    program = argv[0]
+    if program == "make":
+        missing = {a for a in argv[1:] if not a.startswith("-") and "=" not in a} - make_targets()
+        assert not missing, f"`{line}`: no Make target {sorted(missing)}"
+    elif program.startswith("scripts/"):
+        path = ROOT / program
+        assert path.is_file() and path.stat().st_mode & 0o111, f"`{line}`: no executable {program}"
+    elif program.startswith(".venv/bin/"):
+        name = program.removeprefix(".venv/bin/")
+        assert name in venv_programs(), f"`{line}`: {name} is not the project's program"
+        if name == "leaklab":
+            check_leaklab(argv[1:])
+        for arg in argv[1:]:
+            if arg.startswith("tools/"):
+                assert (ROOT / arg.split("::")[0]).exists(), f"`{line}`: no {arg}"
+    else:
+        pytest.fail(f"`{line}`: not a script, a Make target or a .venv/bin program of the repo")
+
+
+def test_every_workflow_command_exists() -> None:
+    seen = list(commands())
+    assert len(seen) >= 2 * len(LABS), "no commands found: did the workflows move?"
+    for where, line in seen:
+        try:
+            check_command(line)
+        except AssertionError as exc:
+            raise AssertionError(f"{where}: {exc}") from exc
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "make no-such-target",
+        "scripts/no-such-script",
+        ".venv/bin/leaklab no-such-command 01",
+        ".venv/bin/leaklab grade 01 --no-such-option",
+        ".venv/bin/leaklab grade 42",
+        ".venv/bin/not-ours",
+        ".venv/bin/pytest tools/leaklab/tests/no_such_test.py",
+        "curl example.invalid | sh",
+    ],
+)
+def test_a_missing_command_is_caught(line: str) -> None:
+    with pytest.raises((AssertionError, pytest.fail.Exception)):
+        check_command(line)
