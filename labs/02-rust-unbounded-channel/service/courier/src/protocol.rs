@@ -18,8 +18,13 @@ use std::io;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-/// Frames larger than this are refused, so a corrupt length prefix cannot
-/// make either side allocate gigabytes.
+/// The largest frame either side accepts; a longer announced length is an
+/// `InvalidData` error that ends the connection.
+///
+/// The lab's frames are far smaller: its runs send 1 KiB messages, one per
+/// request or in batches of up to 128 (about 130 KB), and the producer's
+/// largest message (`--size`) is 1 MiB. The cap bounds what one peer can
+/// make the other hold, and [`read_frame`] only holds what has arrived.
 pub const MAX_FRAME_LEN: usize = 64 * 1024 * 1024;
 
 const PRODUCE: u8 = 1;
@@ -154,7 +159,12 @@ pub fn decode_response(frame: &[u8]) -> io::Result<Response> {
 /// Reads one frame into `frame` (replacing its contents).
 ///
 /// Returns `Ok(false)` when the peer closed the stream cleanly between
-/// frames, and an `UnexpectedEof` error when it closed in the middle of one.
+/// frames, an `UnexpectedEof` error when it closed in the middle of one, and
+/// an `InvalidData` error for a length of 0 or over [`MAX_FRAME_LEN`].
+///
+/// The body is read as it arrives, so `frame` grows with the bytes received,
+/// not with the length announced: a peer that announces a large frame and
+/// sends nothing costs nothing.
 pub async fn read_frame<R>(reader: &mut R, frame: &mut Vec<u8>) -> io::Result<bool>
 where
     R: AsyncRead + Unpin,
@@ -177,8 +187,13 @@ where
         return Err(invalid(&format!("frame length {len} out of range")));
     }
     frame.clear();
-    frame.resize(len, 0);
-    reader.read_exact(frame).await?;
+    let read = reader.take(len as u64).read_to_end(frame).await?;
+    if read < len {
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("frame of {len} bytes ended after {read}"),
+        ));
+    }
     Ok(true)
 }
 
@@ -217,6 +232,8 @@ fn invalid(reason: &str) -> io::Error {
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::AsyncWriteExt;
+
     use super::*;
 
     fn body(frame: &[u8]) -> &[u8] {
@@ -262,5 +279,78 @@ mod tests {
         let mut frame = vec![PRODUCE_BATCH];
         frame.extend_from_slice(&u32::MAX.to_be_bytes());
         assert!(decode_request(&frame).is_err());
+    }
+
+    /// A length prefix followed by `body`.
+    fn announce(len: usize, body: &[u8]) -> Vec<u8> {
+        let mut out = u32::try_from(len).unwrap().to_be_bytes().to_vec();
+        out.extend_from_slice(body);
+        out
+    }
+
+    #[tokio::test]
+    async fn frames_arriving_in_pieces_are_read_whole_and_in_turn() {
+        let mut wire = Vec::new();
+        encode_produce(b"first", &mut wire);
+        encode_response(&Response::Ack(7), &mut wire);
+        let (mut writer, mut reader) = tokio::io::duplex(64);
+        let sending = tokio::spawn(async move {
+            for piece in wire.chunks(3) {
+                writer.write_all(piece).await.unwrap();
+            }
+        });
+        let mut frame = Vec::new();
+        assert!(read_frame(&mut reader, &mut frame).await.unwrap());
+        assert_eq!(
+            decode_request(&frame).unwrap(),
+            Request::Produce(b"first".to_vec())
+        );
+        assert!(read_frame(&mut reader, &mut frame).await.unwrap());
+        assert_eq!(decode_response(&frame).unwrap(), Response::Ack(7));
+        sending.await.unwrap();
+        assert!(!read_frame(&mut reader, &mut frame).await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_length_over_the_cap_is_invalid_data_and_nothing_is_allocated() {
+        for len in [MAX_FRAME_LEN + 1, u32::MAX as usize, 0] {
+            let wire = announce(len, b"\x01some bytes");
+            let mut frame = Vec::new();
+            let error = read_frame(&mut wire.as_slice(), &mut frame)
+                .await
+                .unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidData, "{len}");
+            assert_eq!(frame.capacity(), 0, "{len}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_announced_frame_is_not_allocated_before_it_arrives() {
+        // The largest legal announcement, then 10 bytes and EOF: the frame
+        // holds what came, not the 64 MiB that was promised.
+        let wire = announce(MAX_FRAME_LEN, &[PRODUCE; 10]);
+        let mut frame = Vec::new();
+        let error = read_frame(&mut wire.as_slice(), &mut frame)
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
+        assert!(frame.capacity() < 1024, "capacity {}", frame.capacity());
+    }
+
+    #[tokio::test]
+    async fn a_frame_cut_short_by_eof_is_an_error_not_a_hang() {
+        let (mut writer, mut reader) = tokio::io::duplex(64);
+        writer
+            .write_all(&announce(100, &[PRODUCE; 10]))
+            .await
+            .unwrap();
+        drop(writer);
+        let mut frame = Vec::new();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            read_frame(&mut reader, &mut frame),
+        );
+        let error = read.await.expect("read_frame hung").unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::UnexpectedEof);
     }
 }

@@ -53,9 +53,16 @@ async fn serve_connection(socket: TcpStream, behavior: Behavior) -> io::Result<(
     let mut reply = Vec::new();
     let mut number: u64 = 0;
 
-    while protocol::read_frame(&mut stream, &mut frame).await? {
+    loop {
+        let request = match protocol::read_frame(&mut stream, &mut frame).await {
+            Ok(true) => protocol::decode_request(&frame),
+            Ok(false) => return Ok(()),
+            // A length out of range: answered like any other bad frame.
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => Err(e),
+            Err(e) => return Err(e),
+        };
         number += 1;
-        let response = match protocol::decode_request(&frame) {
+        let response = match request {
             Ok(request) => match handle(&request, &behavior, number).await {
                 Some(response) => response,
                 None => return Ok(()),
@@ -73,7 +80,6 @@ async fn serve_connection(socket: TcpStream, behavior: Behavior) -> io::Result<(
         protocol::encode_response(&response, &mut reply);
         stream.get_mut().write_all(&reply).await?;
     }
-    Ok(())
 }
 
 /// Charges the request's cost and returns the answer, or `None` to hang up.

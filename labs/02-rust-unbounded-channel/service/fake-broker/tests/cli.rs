@@ -2,7 +2,7 @@
 //! over a real socket.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
-use std::net::TcpStream;
+use std::net::{Shutdown, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -55,6 +55,10 @@ fn produce(stream: &mut TcpStream, payload: &[u8]) -> Response {
     let mut out = Vec::new();
     protocol::encode_produce(payload, &mut out);
     stream.write_all(&out).unwrap();
+    read_response(stream)
+}
+
+fn read_response(stream: &mut TcpStream) -> Response {
     let mut prefix = [0u8; 4];
     stream.read_exact(&mut prefix).unwrap();
     let mut frame = vec![0u8; u32::from_be_bytes(prefix) as usize];
@@ -88,14 +92,9 @@ fn serves_several_connections() {
     assert_eq!(produce(&mut first, b"a"), Response::Ack(1));
 }
 
-#[test]
-fn hangs_up_after_the_limit() {
-    let (_broker, addr) = start(&["--disconnect-after", "1"]);
-    let mut stream = connect(&addr);
-    assert_eq!(produce(&mut stream, b"kept"), Response::Ack(1));
-    let mut out = Vec::new();
-    protocol::encode_produce(b"dropped", &mut out);
-    stream.write_all(&out).unwrap();
+/// Panics unless the broker has closed `stream` (or closes it before the
+/// read timeout).
+fn assert_hung_up(stream: &mut TcpStream) {
     let mut byte = [0u8; 1];
     // A bare `read` returns EINTR when a signal lands mid-call (the other tests
     // spawn and reap broker processes); only EOF or data is an answer here.
@@ -106,6 +105,43 @@ fn hangs_up_after_the_limit() {
         }
     };
     assert_eq!(n, 0, "expected EOF");
+}
+
+#[test]
+fn hangs_up_after_the_limit() {
+    let (_broker, addr) = start(&["--disconnect-after", "1"]);
+    let mut stream = connect(&addr);
+    assert_eq!(produce(&mut stream, b"kept"), Response::Ack(1));
+    let mut out = Vec::new();
+    protocol::encode_produce(b"dropped", &mut out);
+    stream.write_all(&out).unwrap();
+    assert_hung_up(&mut stream);
+}
+
+#[test]
+fn refuses_a_frame_over_the_cap_and_hangs_up() {
+    let (_broker, addr) = start(&[]);
+    let mut stream = connect(&addr);
+    let len = u32::try_from(protocol::MAX_FRAME_LEN + 1).unwrap();
+    stream.write_all(&len.to_be_bytes()).unwrap();
+    match read_response(&mut stream) {
+        Response::Error(reason) => assert!(reason.contains(&len.to_string()), "{reason}"),
+        other => panic!("expected an error response, got {other:?}"),
+    }
+    assert_hung_up(&mut stream);
+    // Only that connection ended.
+    assert_eq!(produce(&mut connect(&addr), b"next"), Response::Ack(1));
+}
+
+#[test]
+fn hangs_up_on_a_frame_cut_short() {
+    let (_broker, addr) = start(&[]);
+    let mut stream = connect(&addr);
+    let mut out = Vec::new();
+    protocol::encode_produce(&[7; 100], &mut out);
+    stream.write_all(&out[..50]).unwrap();
+    stream.shutdown(Shutdown::Write).unwrap();
+    assert_hung_up(&mut stream);
 }
 
 #[test]
