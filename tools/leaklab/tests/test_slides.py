@@ -1,7 +1,7 @@
 """The slides check themselves: every code excerpt, table and plot marker on a deck still
-matches its source, every content slide has speaker notes, and every deck builds to HTML
-(PDF too where Chromium is present). Needs slides/node_modules (scripts/setup-slides);
-no network at test time."""
+matches its source, every plot is committed in slides/plots/ and used, every content
+slide has speaker notes, and every deck builds to HTML (PDF too where Chromium is
+present). Needs slides/node_modules (scripts/setup-slides); no network at test time."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import os
 import shutil
 from pathlib import Path
 
+import matplotlib.colors
+import matplotlib.pyplot as plt
+import numpy as np
 import pytest
 
-from leaklab import slides
+from leaklab import slides, style
 from leaklab.errors import LeakLabError
 from leaklab.paths import repo_root
 
@@ -47,6 +50,76 @@ def test_a_stale_excerpt_is_caught(tmp_path: Path) -> None:
 
     source.write_text("package a\n\nfunc A() {\n\tpanic(1)\n}\n")
     assert any("no longer matches" in p for p in slides.check(tmp_path, [deck]))
+
+
+def test_every_committed_plot_is_used_by_a_deck() -> None:
+    assert slides.unused_plots(ROOT) == []
+
+
+def test_a_fit_plot_draws_the_run_in_its_variants_colour(lab_root: Path) -> None:
+    job, _ = slides.plot_job(lab_root, "fit 01 series=go_heap_live_bytes runs=fixed")
+    pixels = plt.imread(job.draw(lab_root / "fixed.png"))[:, :, :3]
+    green = np.array(matplotlib.colors.to_rgb(style.colour("fixed")))
+    red = np.array(matplotlib.colors.to_rgb(style.colour("broken")))
+    assert (np.abs(pixels - green).max(axis=2) < 0.02).sum() > 200
+    assert (np.abs(pixels - red).max(axis=2) < 0.02).sum() == 0
+
+
+@pytest.fixture
+def lab_root(tmp_path: Path) -> Path:
+    """A repository holding lab 01's lab.toml and two of its captured runs, nothing else."""
+    slug = "01-go-bulk-abort"
+    (tmp_path / "labs" / slug).mkdir(parents=True)
+    for manifest in (ROOT / "labs").glob("*.toml"):  # course-wide defaults, if any
+        shutil.copy(manifest, tmp_path / "labs" / manifest.name)
+    shutil.copy(ROOT / "labs" / slug / "lab.toml", tmp_path / "labs" / slug / "lab.toml")
+    (tmp_path / "datasets" / slug).mkdir(parents=True)
+    for run in ("broken.csv", "broken.json", "fixed.csv", "fixed.json"):
+        shutil.copy(ROOT / "datasets" / slug / run, tmp_path / "datasets" / slug)
+    (tmp_path / "slides").mkdir()
+    return tmp_path
+
+
+def test_sync_draws_committed_plots_and_check_finds_them_missing_or_unused(
+    lab_root: Path,
+) -> None:
+    deck = lab_root / "slides" / "01-x.md"
+    marker = "<!-- plot: fit 01 series=go_heap_live_bytes runs=broken img=h:400 -->\n"
+    deck.write_text(f"# A plot\n\n{marker}<!-- /plot -->\n\n<!-- notes -->\n")
+    assert any("no longer matches" in p for p in slides.check(lab_root))
+
+    changed = slides.sync(lab_root)
+    image = lab_root / "slides" / "plots" / "01-fit-broken-go_heap_live_bytes.png"
+    assert deck in changed and image in changed
+    assert "![h:400](plots/01-fit-broken-go_heap_live_bytes.png)" in deck.read_text()
+    assert image.read_bytes().startswith(b"\x89PNG")
+    assert slides.check(lab_root) == []
+    assert slides.sync(lab_root) == [], "a redraw of the same data changes nothing"
+
+    image.unlink()
+    assert slides.check(lab_root) == [
+        "01-x.md: plots/01-fit-broken-go_heap_live_bytes.png is missing "
+        "(python -m leaklab.slides sync draws it)"
+    ]
+    slides.sync(lab_root)
+    stale = image.with_name("01-fit-broken-rss_bytes.png")
+    stale.write_bytes(image.read_bytes())
+    assert slides.check(lab_root) == [
+        "plots/01-fit-broken-rss_bytes.png: no deck uses it "
+        "(python -m leaklab.slides sync removes it)"
+    ]
+    assert stale in slides.sync(lab_root) and not stale.exists()
+
+
+def test_sync_can_leave_excerpts_alone(lab_root: Path) -> None:
+    """`sync --only plot` redraws plots without touching an excerpt whose file moved."""
+    (lab_root / "a.go").write_text("one\n")
+    deck = lab_root / "slides" / "01-x.md"
+    deck.write_text("# A\n\n<!-- include: a.go#L1 -->\nold\n<!-- /include -->\n\n<!-- n -->\n")
+    assert slides.sync(lab_root, kinds=("plot",)) == []
+    assert "\nold\n" in deck.read_text()
+    assert deck in slides.sync(lab_root)
+    assert "\nold\n" not in deck.read_text()
 
 
 def test_a_missing_source_or_range_is_reported(tmp_path: Path) -> None:

@@ -12,18 +12,25 @@ each an opening HTML comment, generated text, and a closing comment:
     <!-- /table -->                 leaklab.report.summarise, as `leaklab compare` does
 
     <!-- plot: runs 01 series=go_heap_inuse_bytes runs=broken,fixed img=h:420 -->
-    ![h:420](build/plots/....png)   a PNG drawn from the committed datasets at build time,
+    ![h:420](plots/....png)         a PNG in slides/plots/, drawn from the committed datasets
     <!-- /plot -->                  by leaklab.report.plot (`runs`) or by `fit` below
 
 Paths are relative to the repository root; an include's lines are shown with tabs as four
 spaces and the common indentation removed, and nothing else changes. Commands:
 
 - `check`: every generated region in every deck equals what its sources give now (an
-  excerpt whose file moved on fails), and every content slide has speaker notes;
-- `sync`: rewrite the generated regions in place from their sources (then review the diff);
-- `build [--pdf] [--images]`: expand every deck from its sources into slides/build/, draw
-  its plots there, and run the Marp CLI (slides/node_modules, `scripts/setup-slides`);
+  excerpt whose file moved on fails), every plot's image is in slides/plots/, no image
+  there is left unused, and every content slide has speaker notes;
+- `sync`: rewrite the generated regions in place from their sources and redraw every
+  plot into slides/plots/, removing images no deck uses (then review the diff);
+- `build [--pdf] [--images]`: expand every deck from its sources into slides/build/, copy
+  its images there, and run the Marp CLI (slides/node_modules, `scripts/setup-slides`);
 - `new NN`: start a lab's deck from slides/template-lab.md.
+
+The plot images are committed, so a deck reads on GitHub with its figures, in the look
+every plot of the course shares (leaklab.style). `check` cannot redraw them to compare
+(matplotlib's output is not byte-stable across versions): it checks that each exists at
+the path its marker names; `sync` is what redraws them, after a dataset or a plot changed.
 
 Markers are HTML comments, which Marp shows as presenter notes: the build removes them.
 """
@@ -31,8 +38,10 @@ Markers are HTML comments, which Marp shows as presenter notes: the build remove
 from __future__ import annotations
 
 import argparse
+import filecmp
 import os
 import re
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -45,7 +54,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from leaklab import dataset, report
+from leaklab import dataset, report, style
 from leaklab.analysis import fit_slope, load_seconds, scale, steady_window, unit_per_min
 from leaklab.errors import LeakLabError
 from leaklab.paths import repo_root
@@ -88,6 +97,9 @@ DIRECTIVE = re.compile(
 NOT_CONTENT = re.compile(r"<!--\s*_class:\s*(lead|section)\b")
 COMMENT = re.compile(r"<!--(.*?)-->", re.S)
 IMAGE = re.compile(r"(!\[[^\]]*\]\()(?!https?:|/|data:)([^)\s]+)\)")
+# Where the plots live, relative to slides/: committed, so decks render on GitHub. The
+# folder holds only what `sync` draws (an image there that no deck uses is an error).
+IMAGES = "plots"
 
 
 @dataclass(frozen=True)
@@ -103,7 +115,7 @@ class Region:
 
 @dataclass(frozen=True)
 class PlotJob:
-    """A PNG a deck needs: where it goes and how to draw it."""
+    """A PNG a deck needs: its file name in slides/plots/ and how to draw it."""
 
     name: str
     draw: Callable[[Path], Path]
@@ -111,6 +123,10 @@ class PlotJob:
 
 def slides_dir(root: Path | None = None) -> Path:
     return (root or repo_root()) / "slides"
+
+
+def plots_dir(root: Path | None = None) -> Path:
+    return slides_dir(root) / IMAGES
 
 
 def decks(root: Path | None = None) -> list[Path]:
@@ -224,7 +240,10 @@ def plot_job(root: Path, arg: str) -> tuple[PlotJob, str]:
     wanted = opts.get("runs")
     names = wanted.split(",") if wanted else [d.name for d in dataset.read_folder(folder)]
     series = tuple(opts.get("series", lab.analysis.verdict_series).split(","))
-    name = f"{lab.number}-{kind}-{'+'.join(names)}-{'+'.join(series)}.png"
+    # Run names may sit in a subfolder of the datasets (burst/burst-40k-broken): the
+    # image is one flat file per plot all the same.
+    stem = f"{lab.number}-{kind}-{'+'.join(names)}-{'+'.join(series)}"
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "-", stem) + ".png"
 
     def draw(path: Path) -> Path:
         runs = [dataset.read(folder / f"{n}.json") for n in names]
@@ -232,7 +251,7 @@ def plot_job(root: Path, arg: str) -> tuple[PlotJob, str]:
             return plot_runs(lab, runs, series, path)
         return plot_fit(lab, runs[0], series[0], path)
 
-    image = f"![{opts.get('img', '')}](build/plots/{name})\n"
+    image = f"![{opts.get('img', '')}]({IMAGES}/{name})\n"
     return PlotJob(name, draw), image
 
 
@@ -253,7 +272,9 @@ def plot_fit(lab: Lab, ds: dataset.Dataset, series: str, path: Path) -> Path:
     window = steady_window(frame, lab.analysis.warmup_s, load_s)
     fit = fit_slope(window["t_s"].to_numpy(), window["value"].to_numpy(), factor)
     fig, ax = plt.subplots(figsize=(9, 3.6))
-    ax.plot(frame["t_s"], frame["value"] / factor, color="tab:red", lw=1.2, label=ds.name)
+    ax.plot(
+        frame["t_s"], frame["value"] / factor, color=style.colour(ds.variant), lw=1.2, label=ds.name
+    )
     ax.axvspan(
         frame["t_s"].min(), lab.analysis.warmup_s, color="grey", alpha=0.12, lw=0, label="warm-up"
     )
@@ -267,14 +288,16 @@ def plot_fit(lab: Lab, ds: dataset.Dataset, series: str, path: Path) -> Path:
         ax.plot(t, line, color="black", lw=2, label=f"fit: {fit} {unit_per_min(series)}")
         for edge in (fit.low, fit.high):
             ax.plot(t, mid_y + edge * (t - mid_t) / 60.0, color="black", lw=0.8, ls="--")
-    ax.set_title(f"{lab.slug} {ds.name}: {series}, steady window and slope (95% CI, HAC)")
+    ax.set_title(f"{style.series_title(series)}: {ds.name}, steady window and slope (95% CI)")
     ax.set_xlabel("seconds since load start")
     ax.set_ylabel(unit or "count")
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    # No "Software" stamp: a redraw with another matplotlib is then byte-identical
+    # whenever the pixels are, and git sees no change.
+    fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
     return path
 
@@ -292,11 +315,15 @@ def generate(root: Path, region: Region) -> tuple[str, PlotJob | None]:
     return image, job
 
 
-def expand(root: Path, text: str) -> tuple[str, list[PlotJob]]:
-    """The deck with every region regenerated (markers kept), and its plots."""
+def expand(root: Path, text: str, kinds: Sequence[str] = KINDS) -> tuple[str, list[PlotJob]]:
+    """The deck with its regions of the given kinds regenerated (markers kept, other
+    regions as they were), and the plots it needs."""
     out, jobs, pos = [], [], 0
     for region in regions(text):
-        body, job = generate(root, region)
+        if region.kind in kinds:
+            body, job = generate(root, region)
+        else:
+            body, job = region.body, None
         out.append(text[pos : region.start])
         out.append(f"<!-- {region.kind}: {region.arg} -->\n{body}<!-- /{region.kind} -->")
         if job:
@@ -335,14 +362,15 @@ def has_notes(page: str) -> bool:
 
 
 def check(root: Path | None = None, paths: Sequence[Path] | None = None) -> list[str]:
-    """Problems in the decks: stale or broken generated regions, slides without notes."""
+    """Problems in the decks: stale or broken generated regions, plots missing from
+    slides/plots/, slides without notes; and, for all decks, plots no deck uses."""
     root = root or repo_root()
     problems = []
     for deck in paths or decks(root):
         text = deck.read_text()
         for region in regions(text):
             try:
-                want, _ = generate(root, region)
+                want, job = generate(root, region)
             except LeakLabError as exc:
                 problems.append(f"{deck.name}: {exc}")
                 continue
@@ -351,38 +379,117 @@ def check(root: Path | None = None, paths: Sequence[Path] | None = None) -> list
                     f"{deck.name}: <!-- {region.kind}: {region.arg} --> no longer matches "
                     "its source (python -m leaklab.slides sync, then review the slide)"
                 )
+            elif job and not (plots_dir(root) / job.name).is_file():
+                problems.append(
+                    f"{deck.name}: {IMAGES}/{job.name} is missing "
+                    "(python -m leaklab.slides sync draws it)"
+                )
         for number, page in enumerate(slides_of(text), start=1):
             if NOT_CONTENT.search(page) or not page.strip():
                 continue
             if not has_notes(page):
                 problems.append(f"{deck.name}: slide {number} has no speaker notes")
+    if paths is None:
+        problems += [
+            f"{IMAGES}/{name}: no deck uses it (python -m leaklab.slides sync removes it)"
+            for name in unused_plots(root)
+        ]
     return problems
 
 
-def sync(root: Path | None = None) -> list[Path]:
-    """Rewrite every deck's generated regions from their sources; return what changed."""
+def plot_jobs(root: Path) -> dict[str, PlotJob]:
+    """Every plot the decks use, by file name."""
+    jobs: dict[str, PlotJob] = {}
+    for deck in decks(root):
+        for region in regions(deck.read_text()):
+            if region.kind == "plot":
+                job, _ = plot_job(root, region.arg)
+                jobs[job.name] = job
+    return jobs
+
+
+def unused_plots(root: Path) -> list[str]:
+    folder = plots_dir(root)
+    used = plot_jobs(root)
+    return sorted(p.name for p in folder.glob("*") if p.is_file() and p.name not in used)
+
+
+def draw(root: Path, jobs: Sequence[PlotJob]) -> list[Path]:
+    """Draw each plot into slides/plots/; return those whose bytes changed."""
+    folder = plots_dir(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    changed = []
+    for job in jobs:
+        target = folder / job.name
+        fresh = target.with_name(f".{target.stem}.new.png")
+        try:
+            job.draw(fresh)
+            if target.is_file() and filecmp.cmp(target, fresh, shallow=False):
+                continue
+            fresh.replace(target)
+            changed.append(target)
+        finally:
+            fresh.unlink(missing_ok=True)
+    return changed
+
+
+def sync(root: Path | None = None, kinds: Sequence[str] = KINDS) -> list[Path]:
+    """Rewrite every deck's generated regions (of the given kinds) from their sources,
+    redraw every plot into slides/plots/ and remove the plots no deck uses; return what
+    changed."""
     root = root or repo_root()
     changed = []
     for deck in decks(root):
         text = deck.read_text()
-        new, _ = expand(root, text)
+        new, _ = expand(root, text, kinds)
         if new != text:
             deck.write_text(new)
             changed.append(deck)
+    if "plot" in kinds:
+        changed += draw(root, list(plot_jobs(root).values()))
+        for name in unused_plots(root):
+            (plots_dir(root) / name).unlink()
+            changed.append(plots_dir(root) / name)
     return changed
 
 
+def local_images(text: str, deck_dir: Path) -> list[str]:
+    """The deck's images that live under its own folder, as written (relative)."""
+    base = deck_dir.resolve()
+    return [
+        m.group(2)
+        for m in IMAGE.finditer(text)
+        if (base / m.group(2)).resolve().is_relative_to(base)
+    ]
+
+
 def for_marp(text: str, deck_dir: Path, out: Path) -> str:
-    """Remove the markers and re-point relative images from the deck's folder to `out`."""
+    """Remove the markers; images under the deck's folder keep their relative path (the
+    build copies them beside the deck), others are re-pointed from `out`."""
     text = re.sub(rf"<!-- /?({'|'.join(KINDS)})(: [^>]*?)? -->\n?", "", text)
+    local = set(local_images(text, deck_dir))
 
     def repoint(m: re.Match[str]) -> str:
+        if m.group(2) in local:
+            return m.group(0)
         target = (deck_dir / m.group(2)).resolve()
-        if target.is_relative_to((deck_dir / "build").resolve()):
-            target = out / target.relative_to((deck_dir / "build").resolve())
         return f"{m.group(1)}{os.path.relpath(target, out)})"
 
     return IMAGE.sub(repoint, text)
+
+
+def copy_images(text: str, deck_dir: Path, out: Path) -> None:
+    """Copy the deck's own images into `out` at the same relative paths."""
+    for image in local_images(text, deck_dir):
+        source = deck_dir / image
+        if not source.is_file():
+            raise LeakLabError(
+                f"{source} is missing", "python -m leaklab.slides sync draws the plots"
+            )
+        target = out / image
+        if target.resolve() != source.resolve():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
 
 
 def marp_bin(root: Path) -> Path:
@@ -408,9 +515,8 @@ def build(
     chosen = [d for d in decks(root) if not only or any(d.name.startswith(o) for o in only)]
     sources = []
     for deck in chosen:
-        text, jobs = expand(root, deck.read_text())
-        for job in jobs:
-            job.draw(out / "plots" / job.name)
+        text, _ = expand(root, deck.read_text())
+        copy_images(text, deck.parent, out)
         target = out / deck.name
         target.write_text(for_marp(text, deck.parent, out))
         sources.append(target)
@@ -465,8 +571,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m leaklab.slides", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("check", help="generated regions match their sources; notes everywhere")
-    sub.add_parser("sync", help="rewrite generated regions in place from their sources")
-    b = sub.add_parser("build", help="expand, plot and render decks into slides/build/")
+    s = sub.add_parser("sync", help="rewrite generated regions and redraw slides/plots/")
+    s.add_argument(
+        "--only", choices=KINDS, action="append", help="only regions of this kind (repeatable)"
+    )
+    b = sub.add_parser("build", help="expand and render decks into slides/build/")
     b.add_argument("decks", nargs="*", help="deck name prefixes (default: all)")
     b.add_argument("--out", type=Path)
     b.add_argument("--pdf", action="store_true", help="PDF too (needs chromium: CHROME_PATH)")
@@ -482,7 +591,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{len(decks())} decks, {len(problems)} problems")
             return 1 if problems else 0
         if args.command == "sync":
-            for path in sync():
+            for path in sync(kinds=args.only or KINDS):
                 print(f"updated {path}")
             return 0
         if args.command == "build":
