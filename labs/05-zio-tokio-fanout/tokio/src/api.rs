@@ -4,6 +4,8 @@
 //!   streamed; 400 with a one-line reason on bad parameters;
 //! - `GET /healthz`: 200 "ok";
 //! - `GET /metrics`: one JSON object of counters (and allocator bytes with `stats-alloc`);
+//! - another method on one of these paths: 405 with `Allow: GET,HEAD` (axum's method
+//!   router);
 //! - anything else: 404.
 
 use std::sync::atomic::Ordering;

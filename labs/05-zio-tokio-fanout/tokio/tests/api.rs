@@ -1,10 +1,15 @@
-//! The API through the router, without a socket: ordering, 400/404, healthz, metrics.
+//! The API through the router, without a socket: ordering, 400/404/405, healthz,
+//! metrics; and over a loopback socket, what a client that hangs up leaves behind.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::body::Body;
-use axum::http::{Request, StatusCode};
+use axum::http::{header, Method, Request, StatusCode};
 use http_body_util::BodyExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 use tower::ServiceExt;
 
 use replay_tokio::api::{parse_replay, router, AppState};
@@ -93,6 +98,39 @@ async fn an_unknown_path_is_a_404() {
 }
 
 #[tokio::test]
+async fn a_wrong_method_is_a_405_that_names_the_right_one() {
+    for (method, uri) in [
+        (Method::POST, "/replay?match=0&from=0&count=1"),
+        (Method::POST, "/healthz"),
+        (Method::DELETE, "/metrics"),
+        (Method::PUT, "/healthz"),
+    ] {
+        let app = router(Arc::new(AppState {
+            log: LOG,
+            max_count: 20,
+            channel_capacity: 8,
+            metrics: Arc::new(Metrics::default()),
+        }));
+        let request = Request::builder()
+            .method(method.clone())
+            .uri(uri)
+            .body(Body::empty())
+            .unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method} {uri}"
+        );
+        assert_eq!(
+            response.headers().get(header::ALLOW).unwrap(),
+            "GET,HEAD",
+            "{method} {uri}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn healthz_says_ok() {
     assert_eq!(
         call("/healthz", 8).await,
@@ -123,4 +161,71 @@ async fn metrics_is_a_json_object_with_counters() {
 fn parse_takes_the_first_value_of_each_parameter() {
     let r = parse_replay("count=3&match=1&from=2&match=3", &LOG, 20).unwrap();
     assert_eq!((r.match_id, r.from, r.count), (1, 2, 3));
+}
+
+#[cfg(feature = "stats-alloc")]
+#[tokio::test]
+async fn live_bytes_are_allocated_minus_deallocated() {
+    let (_, body) = call("/metrics", 8).await;
+    let field = |key: &str| -> i128 {
+        let start = body.find(&format!("\"{key}\":")).unwrap() + key.len() + 3;
+        let rest = &body[start..];
+        let end = rest.find([',', '}']).unwrap();
+        rest[..end].parse().unwrap()
+    };
+    // The test harness has grown vectors by now, so a realloc counted twice would show.
+    assert_ne!(field("reallocated_bytes"), 0, "{body}");
+    assert_eq!(
+        field("live_bytes"),
+        field("allocated_bytes") - field("deallocated_bytes"),
+        "{body}"
+    );
+}
+
+/// A client on a real socket asks for a replay far larger than the socket buffers,
+/// reads the start of it and hangs up: the server must drop the replay (its body, and
+/// with it the channel and the producer) instead of keeping it for a reader that is gone.
+#[tokio::test]
+async fn a_client_that_hangs_up_mid_replay_releases_it() {
+    // 1,000,000 events of ~80 bytes: about 80 MB, which no socket buffer holds.
+    const BIG: MatchLog = MatchLog {
+        matches: 1,
+        players: 100,
+        events_per_player: 10_000,
+    };
+    let metrics = Arc::new(Metrics::default());
+    let app = router(Arc::new(AppState {
+        log: BIG,
+        max_count: 1_000_000,
+        channel_capacity: 64,
+        metrics: metrics.clone(),
+    }));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let mut client = TcpStream::connect(addr).await.unwrap();
+    client
+        .write_all(b"GET /replay?match=0&from=0&count=1000000 HTTP/1.1\r\nhost: lab\r\n\r\n")
+        .await
+        .unwrap();
+    let mut start = [0u8; 12];
+    client.read_exact(&mut start).await.unwrap();
+    assert_eq!(&start, b"HTTP/1.1 200");
+    assert_eq!(metrics.open_replays.load(Ordering::Relaxed), 1);
+
+    drop(client);
+    let released = async {
+        while metrics.open_replays.load(Ordering::Relaxed) != 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), released)
+        .await
+        .expect("the replay was still open 10 s after its client hung up");
+    assert!(
+        metrics.events_streamed.load(Ordering::Relaxed) < 1_000_000,
+        "the whole replay was streamed before the client hung up; nothing was tested"
+    );
+    server.abort();
 }
