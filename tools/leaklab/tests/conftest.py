@@ -15,7 +15,6 @@ import psutil
 import pytest
 
 FAKELAB = Path(__file__).parent / "fakelab"
-REPO_ROOT = Path(__file__).resolve().parents[3]
 
 
 def git(root: Path, *args: str) -> None:
@@ -25,6 +24,17 @@ def git(root: Path, *args: str) -> None:
         check=True,
         capture_output=True,
     )
+
+
+def publish(root: Path, message: str) -> None:
+    """Commit everything as the course publishes a lab: its trees recorded in
+    labs/base.toml (`leaklab dev lock`), so `broken` and the grade find them."""
+    from leaklab.base import write_lock
+    from leaklab.spec import lab_slugs
+
+    write_lock(root, lab_slugs(root))
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", message)
 
 
 @pytest.fixture
@@ -41,8 +51,7 @@ def fake_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(FAKELAB / "load.py", lab / "load" / "load.py")
     shutil.copy(FAKELAB / "01-forget.patch", root / "solutions" / "90-fake" / "01-forget.patch")
     git(root, "init", "-q")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "fake lab")
+    publish(root, "fake lab")
     monkeypatch.setenv("LEAKLAB_ROOT", str(root))
     return root
 

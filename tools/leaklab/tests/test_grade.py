@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import git
+from conftest import git, publish
 
 from leaklab import diff
 from leaklab import grade as grade_module
@@ -54,8 +54,7 @@ def graded_repo(no_orphans: Path) -> Path:
     toml.write_text(toml.read_text() + GRADE_TABLE)
     lab = load_lab("90", no_orphans)
     run(lab, RunOptions("fixed", dest=no_orphans / "datasets" / "90-fake"), log=quiet)
-    git(no_orphans, "add", ".")
-    git(no_orphans, "commit", "-q", "-m", "grade table and solution run")
+    publish(no_orphans, "grade table and solution run")
     return no_orphans
 
 
@@ -93,12 +92,25 @@ def test_a_fix_that_slows_the_load_fails_a_check(graded_repo: Path) -> None:
     assert not result.checks[0].passed and "load.ok" in result.checks[0].detail
 
 
-def test_a_change_outside_the_service_fails_on_scope(graded_repo: Path) -> None:
-    load = graded_repo / "labs" / "90-fake" / "load" / "load.py"
+def test_changes_outside_the_service_are_ignored_committed_or_not(graded_repo: Path) -> None:
+    """A learner who commits a lighter load and a looser verdict rule, and edits the
+    reference run, is still graded on the published ones: broken still fails."""
+    lab_dir = graded_repo / "labs" / "90-fake"
+    load = lab_dir / "load" / "load.py"
     load.write_text(load.read_text().replace('x" * 100_000', 'x" * 10'))
+    toml = lab_dir / "lab.toml"
+    toml.write_text(toml.read_text().replace("flat_below = 1.0", "flat_below = 1000.0"))
+    git(graded_repo, "commit", "-qam", "a lighter load and a looser rule")
+    reference = graded_repo / "datasets" / "90-fake" / "fixed.json"
+    reference.write_text(reference.read_text().replace('"ok"', '"ok_"'))  # uncommitted
     result = grade(load_lab("90", graded_repo), "mine", log=quiet)
-    assert (result.passed, result.stage) == (False, "scope")
-    assert "labs/90-fake/load/load.py" in result.reason
+    assert result.ignored == [
+        "datasets/90-fake/fixed.json",
+        "labs/90-fake/lab.toml",
+        "labs/90-fake/load/load.py",
+    ]
+    assert (result.passed, result.stage, result.verdict) == (False, "verdict", "grows")
+    assert result.thresholds["flat_below"] == 1.0
 
 
 def test_a_tree_that_breaks_the_unit_tests_fails(graded_repo: Path) -> None:

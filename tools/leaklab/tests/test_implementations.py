@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import git
+from conftest import publish
 
 from leaklab import report
 from leaklab.errors import LeakLabError
@@ -36,8 +36,7 @@ def add_rewrite(root: Path, toml: str = IMPLEMENTATION) -> Path:
     materialise(load_lab("90", root), "fixed", lab_dir / "rewrite")
     with (lab_dir / "lab.toml").open("a") as f:
         f.write(toml)
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "a rewrite")
+    publish(root, "a rewrite")
     return lab_dir
 
 
@@ -49,7 +48,7 @@ def test_an_implementation_is_a_variant_built_from_its_own_folder(
     lab = load_lab("90", no_orphans)
     assert lab.variants == ["broken", "fixed", "rewrite"]
     materialise(lab, "rewrite", tmp_path / "tree")
-    assert "nothing is kept" in (tmp_path / "tree" / "server.py").read_text()  # from HEAD
+    assert "nothing is kept" in (tmp_path / "tree" / "server.py").read_text()  # the published tree
 
     result = run(lab, RunOptions("rewrite", order=2), log=lambda _: None)
     assert report.summarise(lab, result.data).verdict == "flat"

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-from conftest import interrupt, start_run
+from conftest import git, interrupt, publish, start_run
 
 from leaklab import report
 from leaklab.errors import LeakLabError
@@ -21,15 +20,6 @@ from leaklab.spec import Command, load_lab
 
 LAB = Path(__file__).parent / "selfdrivelab"
 SLUG = "91-selfdrive"
-
-
-def git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
 
 
 def quiet(_: str) -> None:
@@ -61,8 +51,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         shutil.copy(LAB / name, lab / "service" / name)
     shutil.copy(LAB / "01-release.patch", root / "solutions" / SLUG / "01-release.patch")
     git(root, "init", "-q")
-    git(root, "add", ".")
-    git(root, "commit", "-q", "-m", "self-driving lab")
+    publish(root, "self-driving lab")
     monkeypatch.setenv("LEAKLAB_ROOT", str(root))
     yield root
     survivors = processes_from(root)

@@ -293,6 +293,31 @@ def doctor(
         raise typer.Exit(1)
 
 
+dev_app = typer.Typer(help="Maintainers: keep the course consistent.", no_args_is_help=True)
+app.add_typer(dev_app, name="dev")
+
+
+@dev_app.command("lock")
+def dev_lock() -> None:
+    """Record each lab's published trees in labs/base.toml (commit it with the lab)."""
+    from leaklab import dev
+
+    out.print(f"wrote {dev.lock(repo_root())}")
+
+
+@dev_app.command("check")
+def dev_check() -> None:
+    """The course agrees with itself: the base record, every stage, every lab's files."""
+    from leaklab import dev
+
+    problems = dev.check(repo_root())
+    for line in problems:
+        out.print(f"[red]x[/red] {line}", highlight=False)
+    if problems:
+        raise typer.Exit(1)
+    out.print(f"the course is consistent ({len(lab_slugs())} labs)")
+
+
 def main() -> None:
     """Entry point: one clear line for user errors, exit 130 on Ctrl-C, nothing half-written."""
     try:

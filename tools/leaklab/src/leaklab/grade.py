@@ -31,20 +31,21 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
+import tempfile
 import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leaklab import dataset, report
+from leaklab import base, dataset, report
 from leaklab.analysis import Fit, load_seconds, steady_window
 from leaklab.build import build_variant, run_tests
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.runner import RunOptions, run
-from leaklab.spec import Lab
+from leaklab.spec import Lab, parse_lab
+from leaklab.variants import PATCH_PREFIX, materialise, outside_editable
 
 MEASURE_KINDS = ("load", "last", "peak", "median")
 BOUNDS = ("at_least", "at_most")
@@ -95,6 +96,8 @@ class GradeResult:
     attempts: int = 0
     dataset: str | None = None
     versions: dict[str, str] = field(default_factory=dict)
+    # Files the learner changed outside the editable folders: not graded, listed.
+    ignored: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,24 +182,41 @@ def evaluate(
     return CheckResult(check.name, ok, got, limit, detail)
 
 
-def out_of_scope(lab: Lab) -> list[str]:
-    """Files the learner changed in the lab folder outside `service/` (load, lab.toml...)."""
-    rel = lab.lab_dir.relative_to(lab.root).as_posix()
-    result = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all", "--", rel],
-        cwd=lab.root,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    service = lab.service_dir.relative_to(lab.root).as_posix() + "/"
-    changed = [line[3:].split(" -> ")[-1] for line in result.stdout.splitlines()]
-    return [path for path in changed if not path.startswith(service)]
+def published_lab(lab: Lab) -> Lab:
+    """The lab as the course published it: lab.toml, load, solution and datasets read
+    from the published trees (`leaklab.base`), whatever the learner changed or committed."""
+    course = base.find(lab.root, lab.slug).course()
+    return parse_lab(course / "labs" / lab.slug / "lab.toml", lab.root, source=course)
+
+
+def ignored_changes(published: Lab, variant: str) -> list[str]:
+    """What the learner changed that a grade does not take: every file outside the
+    editable folders, committed or not (lab.toml, load/, a fake peer, solutions/,
+    datasets/), as paths from the repository root."""
+    slug = published.slug
+    found = []
+    for folder in ("labs", "solutions", "datasets"):
+        mine = published.root / folder / slug
+        for path in base.differences(published.files / folder / slug, mine):
+            if folder == "labs" and _is_editable(published, path):
+                continue
+            found.append(f"{folder}/{slug}/{path}")
+    if variant.startswith(PATCH_PREFIX):
+        with tempfile.TemporaryDirectory() as tmp:
+            broken, candidate = Path(tmp) / "broken", Path(tmp) / "candidate"
+            materialise(published, "broken", broken)
+            materialise(published, variant, candidate)
+            found += [f"labs/{slug}/{p}" for p in outside_editable(published, candidate, broken)]
+    return sorted(set(found))
+
+
+def _is_editable(lab: Lab, path: str) -> bool:
+    return any(path == e or path.startswith(e + "/") for e in lab.editable)
 
 
 def reference(lab: Lab) -> dict[str, dataset.Dataset]:
     """The captured broken and solution runs, when the lab has them."""
-    folder = lab.root / "datasets" / lab.slug
+    folder = lab.dataset_dir
     found = {}
     for name in ("broken", "fixed"):
         if (folder / f"{name}.json").is_file():
@@ -215,8 +235,18 @@ def grade(
             f"{variant} is another implementation of lab {lab.slug}, not a fix of its service",
             "grade your fix in service/ (the default), or a patch with --patch",
         )
+    lab = published_lab(lab)
     spec = load_spec(lab)
     result = GradeResult(lab.slug, variant, hint=spec.hint)
+    try:
+        result.ignored = ignored_changes(lab, variant)
+    except LeakLabError as exc:
+        return _fail(result, "build", f"the service does not build: {exc.what}")
+    if result.ignored:
+        log(
+            "ignored (outside what this lab lets you edit; the published version is used): "
+            + ", ".join(result.ignored)
+        )
     result.thresholds = {
         "flat_below": lab.analysis.flat_below,
         "grows_above": lab.analysis.grows_above,
@@ -230,8 +260,6 @@ def grade(
                 ds, check.measure, lab.analysis.warmup_s
             )
 
-    if variant == "mine" and (stray := out_of_scope(lab)):
-        return _fail(result, "scope", f"changes outside the service: {', '.join(stray)}")
     try:
         built = build_variant(lab, variant, log)
     except LeakLabError as exc:

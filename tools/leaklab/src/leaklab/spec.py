@@ -197,6 +197,14 @@ class Lab:
     extra_params: dict[str, str] = field(default_factory=dict)
     self_driving: bool = False  # no [load]: the service drives itself and exits
     implementations: tuple[Implementation, ...] = ()
+    # What a learner may change, relative to the lab folder: `service` or folders below
+    # it. A grade takes only these from the learner's tree; the rest of the service (a
+    # fake peer, a metrics module) and everything else comes from the published lab.
+    editable: tuple[str, ...] = ("service",)
+    # Where the lab's own files (lab.toml, load/, service/, solutions/, datasets/) are
+    # read from: the repository (`root`), or a copy of the published lab that a grade
+    # reads instead. `root` stays the repository: builds, runs and the learner's tree.
+    source: Path | None = None
 
     @property
     def params(self) -> dict[str, str]:
@@ -204,8 +212,13 @@ class Lab:
         return {**self.extra_params, **self.load.params}
 
     @property
+    def files(self) -> Path:
+        """The folder holding `labs/`, `solutions/` and `datasets/` for this lab."""
+        return self.source or self.root
+
+    @property
     def lab_dir(self) -> Path:
-        return self.root / "labs" / self.slug
+        return self.files / "labs" / self.slug
 
     @property
     def service_dir(self) -> Path:
@@ -213,7 +226,16 @@ class Lab:
 
     @property
     def solution_dir(self) -> Path:
-        return self.root / "solutions" / self.slug
+        return self.files / "solutions" / self.slug
+
+    @property
+    def dataset_dir(self) -> Path:
+        return self.files / "datasets" / self.slug
+
+    @property
+    def learner_lab_dir(self) -> Path:
+        """The lab folder in the learner's working tree (what `mine` is made of)."""
+        return self.root / "labs" / self.slug
 
     @property
     def variants(self) -> list[str]:
@@ -355,9 +377,12 @@ def resolve_slug(name: str, root: Path) -> str:
     )
 
 
-def parse_lab(path: Path, root: Path) -> Lab:
+def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
+    """Parse `labs/NN/lab.toml`; `source` is the folder it sits in when that is not
+    `root` (a copy of the published lab). `{lab}` in any command is the lab folder."""
     try:
-        raw = tomllib.loads(path.read_text())
+        text = path.read_text().replace("{lab}", str(path.parent))
+        raw = tomllib.loads(text)
     except FileNotFoundError:
         raise LeakLabError(f"{path} does not exist", "run from a Leak Lab checkout") from None
     except tomllib.TOMLDecodeError as exc:
@@ -410,6 +435,11 @@ def parse_lab(path: Path, root: Path) -> Lab:
 
     implementations = _implementations(top, has_load, {"broken", "fixed", "mine"})
 
+    editable = lab.strs("editable", ["service"])
+    for item in editable:
+        if (item != "service" and not item.startswith("service/")) or ".." in item.split("/"):
+            raise lab._err("editable", f"has {item!r}; name service/ or folders inside it")
+
     series = analysis.strs("series", ["rss_bytes"])
     verdict_series = analysis.text("verdict_series", series[0])
     if verdict_series not in series:
@@ -459,6 +489,8 @@ def parse_lab(path: Path, root: Path) -> Lab:
         extra_params=top.str_map("params"),
         self_driving=not has_load,
         implementations=implementations,
+        editable=editable,
+        source=source,
     )
 
 

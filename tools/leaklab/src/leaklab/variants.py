@@ -1,31 +1,34 @@
 """Variants: one source of truth for every version of a lab's service.
 
-- `broken`: `labs/NN/service` as committed at git HEAD (a learner's edits never change it);
+Every variant starts from the lab as the course published it (`leaklab.base`: found by
+content, so a learner's commits never move it):
+
+- `broken`: the published `service/`;
 - `stage-K`: broken plus solution patches 1..K; `fixed`: all patches;
-- `mine`: the learner's working tree, as it is on disk;
+- `mine`: broken with the folders the learner may edit (`[lab] editable`) taken from
+  the learner's working tree, committed or not;
 - `patch:<file>`: broken plus one given patch (a submitted fix, or the course's own
   alternative and wrong fixes that prove the grader);
 - an implementation's name (`[[implementations]]`, e.g. lab 05's `tokio`): its own
-  folder beside `service/`, as committed at git HEAD, never patched.
+  published folder beside `service/`, never patched.
 
 A variant is materialised into a fresh directory; `labs/` is never edited in place.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
-import tarfile
 from pathlib import Path
 
+from leaklab import base
+from leaklab.base import IGNORED_NAMES
 from leaklab.errors import LeakLabError
 from leaklab.spec import Lab
 
-# Build outputs and editor litter that must not leak into a `mine` build or its hash.
 PATCH_PREFIX = "patch:"
-IGNORED_NAMES = {".git", "target", "_build", "deps", "node_modules", "__pycache__", ".idea"}
+SERVICE = "service"
 
 
 def dataset_name(variant: str) -> str:
@@ -57,13 +60,54 @@ def patches_for(lab: Lab, variant: str) -> list[Path]:
 def materialise(lab: Lab, variant: str, dest: Path) -> None:
     """Write the variant's service source tree into `dest` (which must not exist)."""
     patches = patches_for(lab, variant)
+    published = base.find(lab.root, lab.slug)
     impl = lab.implementation(variant)
+    published.export("lab", impl.folder if impl else SERVICE, dest)
     if variant == "mine":
-        _copy_working_tree(lab.service_dir, dest)
+        take_editable(lab, lab.learner_lab_dir / SERVICE, dest)
+    elif variant.startswith(PATCH_PREFIX):
+        # A submission, like the learner's tree, changes only what a learner may edit:
+        # apply it to a copy and take the editable folders from there.
+        candidate = dest.with_name(dest.name + ".candidate")
+        shutil.copytree(dest, candidate)
+        try:
+            for patch in patches:
+                apply_patch(patch, candidate)
+            take_editable(lab, candidate, dest)
+        finally:
+            shutil.rmtree(candidate, ignore_errors=True)
     else:
-        _export_from_head(lab, lab.lab_dir / impl.folder if impl else lab.service_dir, dest)
-    for patch in patches:
-        apply_patch(patch, dest)
+        for patch in patches:
+            apply_patch(patch, dest)
+
+
+def editable_parts(lab: Lab) -> list[str]:
+    """The editable folders as paths inside `service/` (`""` for all of it)."""
+    return [p.removeprefix(SERVICE).lstrip("/") for p in lab.editable]
+
+
+def take_editable(lab: Lab, tree: Path, dest: Path) -> None:
+    """Replace the editable folders of the service in `dest` with those of `tree`."""
+    if not tree.is_dir():
+        raise LeakLabError(f"{tree} does not exist", f"restore it: git checkout -- {tree}")
+    for part in editable_parts(lab):
+        target = dest / part
+        if target.exists():
+            shutil.rmtree(target)
+        if (tree / part).is_dir():
+            shutil.copytree(tree / part, target, ignore=_ignored, dirs_exist_ok=True)
+
+
+def outside_editable(lab: Lab, candidate: Path, dest: Path) -> list[str]:
+    """Files of the service that `candidate` changes outside what a learner may edit,
+    given the published service in `dest` (paths relative to the lab folder)."""
+    parts = editable_parts(lab)
+    changed = base.differences(dest, candidate)
+    return [
+        f"{SERVICE}/{path}"
+        for path in changed
+        if not any(part == "" or path == part or path.startswith(part + "/") for part in parts)
+    ]
 
 
 def apply_patch(patch: Path, tree: Path) -> None:
@@ -87,33 +131,5 @@ def apply_patch(patch: Path, tree: Path) -> None:
         )
 
 
-def _export_from_head(lab: Lab, folder: Path, dest: Path) -> None:
-    rel = folder.relative_to(lab.root).as_posix()
-    result = subprocess.run(
-        ["git", "archive", "--format=tar", "HEAD", rel],
-        cwd=lab.root,
-        capture_output=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise LeakLabError(
-            f"cannot read {rel} at git HEAD: {result.stderr.decode().strip()}",
-            "run inside a git clone of Leak Lab with the lab committed",
-        )
-    dest.mkdir(parents=True)
-    prefix = rel + "/"
-    with tarfile.open(fileobj=io.BytesIO(result.stdout)) as tar:
-        members = []
-        for member in tar.getmembers():
-            if member.name.startswith(prefix):
-                member.name = member.name[len(prefix) :]
-                members.append(member)
-        if not members:
-            raise LeakLabError(f"{rel} is empty at git HEAD", "commit the lab's service")
-        tar.extractall(dest, members=members, filter="data")
-
-
-def _copy_working_tree(src: Path, dest: Path) -> None:
-    if not src.is_dir():
-        raise LeakLabError(f"{src} does not exist", "restore it with git checkout")
-    shutil.copytree(src, dest, ignore=lambda _d, names: [n for n in names if n in IGNORED_NAMES])
+def _ignored(_folder: str, names: list[str]) -> list[str]:
+    return [n for n in names if n in IGNORED_NAMES]

@@ -1,0 +1,212 @@
+"""The pristine course: each lab as published, found by content, never by HEAD.
+
+A learner commits to push, and a repository made from a template has one squashed
+commit, so "the service at git HEAD" stops meaning "the broken service" after the first
+commit. Instead, `labs/base.toml` records the git *tree id* of each lab's folders as the
+course published them (`labs/NN`, `solutions/NN`, `datasets/NN`). A tree id is a hash of
+content, so it survives squashing, template copies and forks: as long as the published
+tree is in the repository's object store (it is in the first commit of every copy),
+`broken`, the solution stages, `diff` and `grade` start from it, whatever the learner
+commits afterwards.
+
+`leaklab dev lock` writes the file from the working tree; `leaklab dev check` (CI) fails
+when it no longer matches, so the record can never drift from what is committed.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import io
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from leaklab.errors import LeakLabError
+from leaklab.paths import work_dir
+
+LOCK = Path("labs") / "base.toml"
+# The three folders of a lab whose published content the grade trusts, by lock key.
+FOLDERS = {"lab": "labs", "solution": "solutions", "dataset": "datasets"}
+# Build outputs and editor litter: never part of a lab's content, never compared.
+IGNORED_NAMES = {".git", "target", "_build", "deps", "node_modules", "__pycache__", ".idea"}
+
+
+@dataclass(frozen=True)
+class Base:
+    """One lab's published trees: `lab`, `solution` and `dataset` are git tree ids
+    (`dataset` and `solution` are empty when the course has none for the lab)."""
+
+    slug: str
+    root: Path
+    lab: str
+    solution: str
+    dataset: str
+
+    def tree(self, key: str) -> str:
+        return {"lab": self.lab, "solution": self.solution, "dataset": self.dataset}[key]
+
+    def export(self, key: str, subpath: str, dest: Path) -> None:
+        """Write `subpath` of one published tree (`""` for all of it) into `dest`."""
+        tree = self.tree(key)
+        if not tree:
+            dest.mkdir(parents=True)
+            return
+        spec = f"{tree}:{subpath}" if subpath else tree
+        data = git_bytes(self.root, "archive", "--format=tar", spec)
+        dest.mkdir(parents=True)
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            tar.extractall(dest, filter="data")
+
+    def course(self) -> Path:
+        """A read-only copy of the published lab, solution and datasets, laid out like
+        the repository (`labs/NN`, `solutions/NN`, `datasets/NN`), cached by tree ids."""
+        key = "-".join(t[:12] or "none" for t in (self.lab, self.solution, self.dataset))
+        home = work_dir(self.root) / "base" / self.slug / key
+        if home.is_dir():
+            return home
+        home.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=home.parent, prefix=".staging-"))
+        try:
+            for lock_key, folder in FOLDERS.items():
+                self.export(lock_key, "", staging / folder / self.slug)
+            staging.rename(home)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return home
+
+
+def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
+    """Run git in `root` and return its output as text."""
+    return git_bytes(root, *args, env=env).decode().strip()
+
+
+def git_bytes(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
+    """Run git in `root`; a missing git or a failed command is one clear error."""
+    if shutil.which("git") is None:
+        raise LeakLabError(
+            "git is not installed; Leak Lab finds each lab's published code with it",
+            "apt-get install git (Debian/Ubuntu) or brew install git (macOS)",
+        )
+    result = subprocess.run(
+        ["git", *args],
+        cwd=root,
+        capture_output=True,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
+    if result.returncode != 0:
+        detail = result.stderr.decode(errors="replace").strip().splitlines()
+        raise LeakLabError(
+            f"git {args[0]} failed in {root}: {detail[-1] if detail else 'no message'}",
+            "run inside a git clone of Leak Lab (a template copy works too)",
+        )
+    return result.stdout
+
+
+def read_lock(root: Path) -> dict[str, dict[str, str]]:
+    path = root / LOCK
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise LeakLabError(
+            f"{LOCK} is missing, so the published labs cannot be found",
+            "restore it with `git checkout <first commit> -- labs/base.toml`",
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise LeakLabError(f"{LOCK} is not valid TOML: {exc}", "restore it from git") from None
+    labs = raw.get("labs", {})
+    if not isinstance(labs, dict):
+        raise LeakLabError(f"{LOCK}: [labs] must be a table", "regenerate: leaklab dev lock")
+    return labs
+
+
+def find(root: Path, slug: str) -> Base:
+    """The published trees of one lab; one clear line when they cannot be found."""
+    entry = read_lock(root).get(slug)
+    if not isinstance(entry, dict) or not isinstance(entry.get("lab"), str):
+        raise LeakLabError(
+            f"{LOCK} has no entry for {slug}",
+            "maintainers: run `leaklab dev lock` and commit; learners: restore labs/base.toml",
+        )
+    trees = {key: str(entry.get(key, "")) for key in FOLDERS}
+    for key, tree in trees.items():
+        if tree and not _has_tree(root, tree):
+            raise LeakLabError(
+                f"the published {FOLDERS[key]}/{slug} (tree {tree[:12]}, {LOCK}) is not in "
+                "this repository's history",
+                "clone with full history (`git fetch --unshallow`, or actions/checkout with "
+                "fetch-depth: 0), or restore the lab from the course template",
+            )
+    return Base(slug, root, trees["lab"], trees["solution"], trees["dataset"])
+
+
+def _has_tree(root: Path, tree: str) -> bool:
+    result = subprocess.run(
+        ["git", "cat-file", "-e", f"{tree}^{{tree}}"], cwd=root, capture_output=True, check=False
+    )
+    return result.returncode == 0
+
+
+def working_trees(root: Path, slugs: list[str]) -> dict[str, dict[str, str]]:
+    """The tree ids each lab's folders would have if committed as they are now (git's
+    ignore rules apply): a temporary index, so the real one is never touched."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        out: dict[str, dict[str, str]] = {}
+        for slug in slugs:
+            trees = {}
+            for key, folder in FOLDERS.items():
+                rel = f"{folder}/{slug}"
+                if not (root / rel).is_dir():
+                    trees[key] = ""
+                    continue
+                git(root, "add", "--all", "--", rel, env=env)
+                trees[key] = git(root, "write-tree", f"--prefix={rel}/", env=env)
+            out[slug] = trees
+    return out
+
+
+def write_lock(root: Path, slugs: list[str]) -> Path:
+    """Record the published trees of every lab as they are in the working tree now."""
+    lines = [
+        "# The published content of each lab, as git tree ids: `broken`, the solution",
+        "# stages, `diff` and `grade` start from these trees, not from HEAD, so a learner's",
+        "# commits never move them. Generated by `leaklab dev lock`; checked in CI by",
+        "# `leaklab dev check`. Do not edit by hand.",
+        "",
+    ]
+    for slug, trees in working_trees(root, slugs).items():
+        lines.append(f'[labs."{slug}"]')
+        lines.extend(f'{key} = "{tree}"' for key, tree in trees.items())
+        lines.append("")
+    path = root / LOCK
+    path.write_text("\n".join(lines))
+    return path
+
+
+def walk(folder: Path) -> Iterator[Path]:
+    """Every file below `folder`, relative to it, build outputs left out."""
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder)
+        if path.is_file() and not IGNORED_NAMES.intersection(rel.parts):
+            yield rel
+
+
+def differences(published: Path, working: Path) -> list[str]:
+    """Relative paths that differ between two folders: changed, added or removed."""
+    ours = set(walk(published))
+    theirs = set(walk(working))
+    changed = [
+        rel
+        for rel in ours & theirs
+        if not filecmp.cmp(published / rel, working / rel, shallow=False)
+    ]
+    return sorted(p.as_posix() for p in [*changed, *(ours ^ theirs)])

@@ -1,0 +1,94 @@
+"""`leaklab dev`: the maintainers' commands that keep the course consistent.
+
+`lock` records each lab's published trees (`leaklab.base`); `check` proves the course
+agrees with itself: the record matches the files, every published tree is committed,
+every solution stage materialises (its patches apply in order), and every lab has its
+README, notebook, deck, datasets and grading cases.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from leaklab import base
+from leaklab.errors import LeakLabError
+from leaklab.spec import Lab, lab_slugs, load_lab
+from leaklab.variants import materialise
+
+
+def lock(root: Path) -> Path:
+    return base.write_lock(root, lab_slugs(root))
+
+
+def check(root: Path) -> list[str]:
+    """Every disagreement in the course, one line each; empty when all is well."""
+    problems = _lock_problems(root)
+    for slug in lab_slugs(root):
+        try:
+            lab = load_lab(slug, root)
+        except LeakLabError as exc:
+            problems.append(str(exc))
+            continue
+        problems += _stage_problems(lab)
+        problems += _file_problems(lab)
+    return problems
+
+
+def _lock_problems(root: Path) -> list[str]:
+    slugs = lab_slugs(root)
+    try:
+        recorded = base.read_lock(root)
+    except LeakLabError as exc:
+        return [str(exc)]
+    now = base.working_trees(root, slugs)
+    problems = []
+    for slug in sorted(set(recorded) - set(slugs)):
+        problems.append(f"{base.LOCK} records {slug}, which has no labs/{slug}/lab.toml")
+    for slug in slugs:
+        if recorded.get(slug) != now[slug]:
+            problems.append(
+                f"{base.LOCK} does not match labs/{slug} (or its solution or datasets): "
+                "run `leaklab dev lock` and commit the result"
+            )
+            continue
+        try:
+            base.find(root, slug)
+        except LeakLabError as exc:
+            problems.append(f"{exc.what}: commit the lab, then `leaklab dev lock`")
+    return problems
+
+
+def _stage_problems(lab: Lab) -> list[str]:
+    """Every variant materialises: the published tree exists and the patches apply."""
+    problems = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for variant in lab.variants:
+            try:
+                materialise(lab, variant, Path(tmp) / variant)
+            except LeakLabError as exc:
+                problems.append(f"{lab.slug} {variant}: {exc.what}")
+    return problems
+
+
+def _file_problems(lab: Lab) -> list[str]:
+    root, slug = lab.root, lab.slug
+    wanted = {
+        "the case study": lab.lab_dir / "README.md",
+        "the solution's README": lab.solution_dir / "README.md",
+        "the notebook": root / "notebooks" / f"{slug}.ipynb",
+        "the deck": root / "slides" / f"{slug}.md",
+        "the captured broken run": lab.dataset_dir / "broken.json",
+        "the captured fixed run": lab.dataset_dir / "fixed.json",
+    }
+    problems = [
+        f"{slug}: {what} is missing ({path})" for what, path in wanted.items() if not path.is_file()
+    ]
+    grading = root / "tools" / "leaklab" / "tests" / "grading" / slug
+    for folder in ("pass", "fail"):
+        if len(list((grading / folder).glob("*.patch"))) < 2:
+            problems.append(f"{slug}: needs two or more grading cases in {grading / folder}")
+    readme = (root / "README.md").read_text() if (root / "README.md").is_file() else ""
+    if f"(labs/{slug}/README.md)" not in readme:
+        problems.append(f"{slug}: the course map in README.md has no row linking the lab")
+    return problems
