@@ -32,3 +32,60 @@ def test_folder_reads_only_complete_runs_in_course_order(tmp_path: Path) -> None
     dataset.write(tmp_path, "broken", [(0.0, "x", 1.0)], {"order": 0})
     (tmp_path / "orphan.csv").write_text("t_s,series,value\n")
     assert [d.name for d in dataset.read_folder(tmp_path)] == ["broken", "fixed"]
+
+
+def write_old_run(folder: Path) -> None:
+    artefacts = folder / "old-artefacts"
+    artefacts.mkdir()
+    (artefacts / "heap.txt").write_text("old")
+    dataset.write(folder, "broken", [(0.0, "x", 1.0)], {"run": "old"}, artefacts)
+
+
+def assert_old_run_or_none(folder: Path) -> None:
+    """What a reader sees is the old run whole, or no run: never new data, old JSON."""
+    runs = dataset.read_folder(folder)
+    assert [(d.meta, d.frame["value"].tolist()) for d in runs] in ([({"run": "old"}, [1.0])], [])
+    if runs:
+        assert (folder / "broken" / "heap.txt").read_text() == "old"
+
+
+def test_a_crash_between_the_csv_and_the_json_keeps_the_old_pair(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_old_run(tmp_path)
+
+    def crash(*_args: object, **_kwargs: object) -> str:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(dataset.json, "dumps", crash)  # the JSON fails after the CSV
+    with pytest.raises(OSError):
+        dataset.write(tmp_path, "broken", [(0.0, "x", 2.0)], {"run": "new"})
+    assert_old_run_or_none(tmp_path)
+    assert dataset.read_folder(tmp_path)  # written before anything was replaced: kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "broken",
+        "broken.csv",
+        "broken.json",
+        "old-artefacts",
+    ]
+
+
+def test_a_crash_while_renaming_never_pairs_new_data_with_old_provenance(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_old_run(tmp_path)
+    new_artefacts = tmp_path / "new-artefacts"
+    new_artefacts.mkdir()
+    (new_artefacts / "heap.txt").write_text("new")
+    real_replace = Path.replace
+
+    def crash_on_json(self: Path, target: Path) -> Path:
+        if Path(target).suffix == ".json":
+            raise OSError("killed")
+        return real_replace(self, target)
+
+    monkeypatch.setattr(Path, "replace", crash_on_json)
+    with pytest.raises(OSError):
+        dataset.write(tmp_path, "broken", [(0.0, "x", 2.0)], {"run": "new"}, new_artefacts)
+    assert_old_run_or_none(tmp_path)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp files

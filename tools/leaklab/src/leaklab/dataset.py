@@ -1,8 +1,10 @@
 """Datasets: one tidy CSV (`t_s,series,value`) and one provenance JSON per run.
 
-Written atomically: each file goes to a temporary name in the same folder and is
-renamed into place, CSV first and JSON last, so a reader that finds the JSON finds a
-whole run. An interrupted or failed run leaves nothing behind.
+Written atomically as a pair: both files (and the artefacts) are written to temporary
+names in the same folder first; only then is the old JSON removed and the new files
+renamed into place, JSON last. A reader finds a run by its JSON, so it sees the old run
+whole, no run, or the new run whole, never a new CSV beside an old JSON. An interrupted
+or failed write leaves the folder as it was.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,17 +43,6 @@ class Dataset:
         return rows[["t_s", "value"]].sort_values("t_s").reset_index(drop=True)
 
 
-@contextlib.contextmanager
-def _atomic_path(final: Path) -> Iterator[Path]:
-    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        yield Path(tmp)
-        Path(tmp).replace(final)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
 def write(
     folder: Path,
     name: str,
@@ -62,24 +53,50 @@ def write(
     """Write `<name>.csv` and `<name>.json` (and `<name>/` artefacts) into `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     csv_path, json_path = folder / f"{name}.csv", folder / f"{name}.json"
-    if artefacts is not None and any(artefacts.iterdir()):
-        target = folder / name
-        staging = Path(tempfile.mkdtemp(dir=folder, prefix=f".{name}."))
-        try:
-            shutil.copytree(artefacts, staging, dirs_exist_ok=True)
-            if target.exists():
-                shutil.rmtree(target)
-            staging.rename(target)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    with _atomic_path(csv_path) as tmp, tmp.open("w", newline="") as f:
+    with contextlib.ExitStack() as cleanup:
+        csv_tmp = _write_csv(_temp_file(cleanup, csv_path), rows)
+        json_tmp = _temp_file(cleanup, json_path)
+        json_tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
+        artefacts_tmp = _stage_artefacts(cleanup, folder, name, artefacts)
+        # Everything is on disk. From here the old run stops being a run (no JSON), and
+        # the new one becomes one when its JSON lands, last.
+        json_path.unlink(missing_ok=True)
+        if artefacts is not None:  # a run's: the old run's artefacts go with its files
+            shutil.rmtree(folder / name, ignore_errors=True)
+        if artefacts_tmp is not None:
+            artefacts_tmp.rename(folder / name)
+        csv_tmp.replace(csv_path)
+        json_tmp.replace(json_path)
+    return csv_path, json_path
+
+
+def _temp_file(cleanup: contextlib.ExitStack, final: Path) -> Path:
+    """A temporary file beside `final` (so the rename is atomic), removed unless renamed."""
+    fd, name = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
+    os.close(fd)
+    cleanup.callback(Path(name).unlink, missing_ok=True)
+    return Path(name)
+
+
+def _write_csv(path: Path, rows: Iterable[tuple[float, str, float]]) -> Path:
+    with path.open("w", newline="") as f:
         out = csv.writer(f)
         out.writerow(COLUMNS)
         for t_s, series, value in rows:
             out.writerow((f"{t_s:.3f}", series, _number(value)))
-    with _atomic_path(json_path) as tmp:
-        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n")
-    return csv_path, json_path
+    return path
+
+
+def _stage_artefacts(
+    cleanup: contextlib.ExitStack, folder: Path, name: str, artefacts: Path | None
+) -> Path | None:
+    """A copy of the run's artefacts beside their final place, or None without any."""
+    if artefacts is None or not any(artefacts.iterdir()):
+        return None
+    staging = Path(tempfile.mkdtemp(dir=folder, prefix=f".{name}."))
+    cleanup.callback(shutil.rmtree, staging, ignore_errors=True)
+    shutil.copytree(artefacts, staging, dirs_exist_ok=True)
+    return staging
 
 
 def _number(value: float) -> str:
