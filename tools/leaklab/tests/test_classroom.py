@@ -159,6 +159,21 @@ def test_classroom_reporter_reads_every_graders_result() -> None:
         assert step["env"][f"{runner.upper()}_RESULTS"] == want, runner
 
 
+def test_the_instructor_docs_show_the_workflows_graders() -> None:
+    """docs/classroom/README.md tabulates each grader; the table follows the workflow."""
+    docs = (ROOT / "docs" / "classroom" / "README.md").read_text()
+    for step in steps(classroom_job()):
+        if step.get("uses") != GRADER:
+            continue
+        args = step["with"]
+        lab = args["command"].split()[2]
+        row = (
+            f"| {lab} | `{args['setup-command']}` | `{args['command']}` | "
+            f"{args['timeout']} min | {args['max-score']} |"
+        )
+        assert row in docs, f"docs/classroom/README.md: expected the row {row}"
+
+
 # ---------------------------------------------------------------- commands
 
 
