@@ -1,4 +1,11 @@
-"""`leaklab doctor`: is this machine ready for the course? One line per check, with the fix."""
+"""`leaklab doctor`: is this machine ready for the course? One line per check, with the fix.
+
+Besides the toolchains and the machine, it says which labs are ready to run and why the
+others are not. A lab's needs are read from its `lab.toml` (the programs its build,
+load, service, aux and snapshot commands start, and the `{tools}/...` files they name),
+so a new lab, or a load program rewritten in another language, is checked without an
+edit here. It also stops what a harness killed with SIGKILL left running.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +13,20 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import psutil
+from rich.markup import escape
 
-from leaklab.procs import free_port
+from leaklab.errors import LeakLabError
+from leaklab.paths import work_dir
+from leaklab.procs import free_port, ledger_folder, reap
+from leaklab.spec import Command, Lab, lab_slugs, load_lab
 
 GIB = 1024**3
+TOOLS_FILE = re.compile(r"\{tools\}/([\w.+-]+)")
 
 
 @dataclass(frozen=True)
@@ -29,40 +42,38 @@ class Check:
 
 @dataclass(frozen=True)
 class Tool:
-    """A command-line tool the course needs, with the minimum version and how to get it."""
+    """A command-line tool the course needs, with the minimum version and how to get it.
+
+    `provides` names the other programs that come with it (the JDK's jcmd, Elixir's mix):
+    a lab that starts one of them needs this tool."""
 
     name: str
     argv: tuple[str, ...]
     minimum: tuple[int, ...]
     fix: str
     required: bool = True
+    provides: tuple[str, ...] = ()
+
+    @property
+    def programs(self) -> tuple[str, ...]:
+        return (Path(self.argv[0]).name, *self.provides)
 
 
+JDK_FIX = "apt-get install openjdk-17-jdk-headless, then scripts/setup-jvm"
 TOOLS = (
     Tool("git", ("git", "--version"), (2, 30), "apt-get install git"),
     Tool("python3", ("python3", "--version"), (3, 11), "install Python 3.11+ (pyenv or apt)"),
     Tool("uv", ("uv", "--version"), (0, 4), "pip install uv (scripts/setup does this)"),
-    Tool("go", ("go", "version"), (1, 24), "install Go 1.24+ from go.dev/dl (lab 01)"),
-    Tool(
-        "cargo",
-        ("cargo", "--version"),
-        (1, 80),
-        "install Rust with rustup (lab 02, 05)",
-        required=False,
-    ),
-    Tool(
-        "java",
-        ("java", "-version"),
-        (17,),
-        "apt-get install openjdk-17-jdk (labs 04, 05)",
-        required=False,
-    ),
+    Tool("go", ("go", "version"), (1, 24), "install Go 1.24+ from go.dev/dl", required=False),
+    Tool("cargo", ("cargo", "--version"), (1, 80), "install Rust with rustup", required=False),
+    Tool("java", ("java", "-version"), (17,), JDK_FIX, required=False, provides=("jcmd", "jfr")),
     Tool(
         "elixir",
         ("elixir", "-e", "IO.puts(System.version())"),
         (1, 14),
-        "scripts/setup-elixir (apt: elixir, erlang-dev, erlang-cowlib, erlang-jiffy; lab 03)",
+        "scripts/setup-elixir (apt: elixir, erlang-dev, erlang-cowlib, erlang-jiffy)",
         required=False,
+        provides=("mix", "erl", "iex"),
     ),
     Tool("node", ("node", "--version"), (18,), "install Node.js 18+ (slides)", required=False),
     Tool(
@@ -73,6 +84,8 @@ TOOLS = (
         required=False,
     ),
 )
+# Files scripts/setup fetches into .leaklab/tools/ ({tools} in lab.toml), by name prefix.
+TOOL_FILE_FIXES = {"sbt-launch": "scripts/setup-jvm", "ap-loader": "scripts/setup-jvm"}
 
 
 def version_of(argv: tuple[str, ...]) -> tuple[tuple[int, ...], str] | None:
@@ -97,6 +110,14 @@ def tool_check(tool: Tool) -> Check:
     ok = version >= tool.minimum
     want = ".".join(map(str, tool.minimum))
     return Check(tool.name, ok, text if ok else f"{text} (need >= {want})", tool.fix, tool.required)
+
+
+def install_hint(program: str) -> str:
+    """How to install the tool that provides `program` (for errors that name it)."""
+    for tool in TOOLS:
+        if program in tool.programs:
+            return tool.fix
+    return f"install {program} (your system's package manager)"
 
 
 def machine_checks(root: Path) -> list[Check]:
@@ -136,9 +157,180 @@ def local_tool(tool: Tool, root: Path) -> Tool:
     """scripts/setup installs uv into .leaklab/uv when the machine has none on PATH."""
     local = root / ".leaklab" / tool.name / "bin" / tool.name
     if shutil.which(tool.argv[0]) is None and local.exists():
-        return Tool(tool.name, (str(local), *tool.argv[1:]), tool.minimum, tool.fix, tool.required)
+        return replace(tool, argv=(str(local), *tool.argv[1:]))
     return tool
 
 
+def lab_needs(lab: Lab) -> dict[str, list[str]]:
+    """What a lab starts, by name: programs (`go`) and `{tools}/` files (`tools/x.jar`),
+    each with the steps that need it (build, test, load, service, aux, snapshot; an
+    implementation's steps are prefixed with its name, e.g. `tokio build`)."""
+    steps: list[tuple[str, Iterable[Command]]] = [
+        ("build", lab.build.commands),
+        ("test", lab.build.test),
+        ("service", [lab.service.command]),
+        ("load", [*lab.load.build, *([lab.load.command] if lab.load.command.argv else [])]),
+        ("aux", [a.command for a in lab.aux]),
+        ("snapshot", [s.command for s in lab.snapshots if s.command]),
+    ]
+    for impl in lab.implementations:
+        steps += [
+            (f"{impl.name} build", [*impl.build.commands, *impl.build.test]),
+            (f"{impl.name} service", [impl.service.command]),
+        ]
+    needs: dict[str, list[str]] = {}
+    for step, commands in steps:
+        for cmd in commands:
+            for name in _named(cmd):
+                if step not in needs.setdefault(name, []):
+                    needs[name].append(step)
+    return needs
+
+
+def _named(cmd: Command) -> list[str]:
+    """The program a command starts (unless the build wrote it) and the tools files it names."""
+    found = [f"tools/{m}" for arg in cmd.argv for m in TOOLS_FILE.findall(arg)]
+    if not cmd.argv[0].startswith("{"):
+        found.insert(0, cmd.argv[0])
+    return found
+
+
+def lab_check(lab: Lab, available: dict[str, bool]) -> Check:
+    """Whether `lab` can be built and run here: every program and file it needs exists.
+
+    A need only an implementation has (lab 05's `tokio` needs cargo) is reported but does
+    not make the lab unready: broken, its stages and fixed run without it."""
+    missing = {name: steps for name, steps in lab_needs(lab).items() if not available[name]}
+    blocking = {n: s for n, s in missing.items() if any(" " not in step for step in s)}
+    parts = [f"{name} ({', '.join(steps)})" for name, steps in missing.items()]
+    fixes = dict.fromkeys(_fix_for(name) for name in missing)
+    if blocking:
+        detail = "not ready: needs " + ", ".join(parts)
+    elif missing:
+        detail = "ready; also needs " + ", ".join(parts)
+    else:
+        detail = "ready"
+    return Check(f"lab {lab.number}", not blocking, f"{lab.slug}: {detail}", "; ".join(fixes))
+
+
+def _fix_for(name: str) -> str:
+    if name.startswith("tools/"):
+        file = name.removeprefix("tools/")
+        how = next((f for p, f in TOOL_FILE_FIXES.items() if file.startswith(p)), "scripts/setup")
+        return f"{how} (fetches .leaklab/{name})"
+    return install_hint(name)
+
+
+def _available(names: Iterable[str], tools: dict[str, Check], root: Path) -> dict[str, bool]:
+    """Whether each program or tools file is there. For a doctor tool and the programs it
+    provides, the tool's own check decides too (a too old go counts as missing)."""
+    out: dict[str, bool] = {}
+    for name in names:
+        tool = next((t for t in TOOLS if name in t.programs), None)
+        if name.startswith("tools/"):
+            out[name] = (work_dir(root) / name).is_file()
+        elif tool is None:
+            out[name] = shutil.which(name) is not None
+        elif name == tool.programs[0]:
+            out[name] = tools[tool.name].ok  # found on PATH or in .leaklab, new enough
+        else:
+            out[name] = tools[tool.name].ok and shutil.which(name) is not None
+    return out
+
+
+def _labs(root: Path) -> list[Lab]:
+    labs = []
+    for slug in lab_slugs(root):
+        try:
+            labs.append(load_lab(slug, root))
+        except LeakLabError:
+            continue  # a broken lab.toml is reported by the commands that read it
+    return labs
+
+
+def readiness_checks(root: Path, labs: list[Lab], tools: dict[str, Check]) -> list[Check]:
+    """The tools files the labs need, then one line per lab: ready, or what is missing."""
+    needs = {lab.number: lab_needs(lab) for lab in labs}
+    names = {name for lab_need in needs.values() for name in lab_need}
+    available = _available(names, tools, root)
+    files = sorted(n for n in names if n.startswith("tools/"))
+    file_checks = [
+        Check(
+            Path(name).name,
+            available[name],
+            f".leaklab/{name} ({_labs_using(name, needs)})"
+            if available[name]
+            else f"missing: .leaklab/{name} ({_labs_using(name, needs)})",
+            _fix_for(name),
+        )
+        for name in files
+    ]
+    return [*file_checks, *(lab_check(lab, available) for lab in labs)]
+
+
+def _labs_using(name: str, needs: dict[str, dict[str, list[str]]]) -> str:
+    numbers = [number for number, need in needs.items() if name in need]
+    return f"lab{'s' if len(numbers) > 1 else ''} {_ranges(numbers)}"
+
+
+def _ranges(numbers: list[str]) -> str:
+    """`['01', '03', '04', '05']` -> `01, 03-05` (two in a row stay `04, 05`)."""
+    runs: list[list[str]] = []
+    for n in numbers:
+        if runs and n.isdigit() and runs[-1][-1].isdigit() and int(n) == int(runs[-1][-1]) + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(r) for r in runs)
+
+
+def tool_checks(root: Path, labs: list[Lab]) -> list[Check]:
+    """One check per tool; a tool some lab needs is required, and its fix names the labs."""
+    needs = {lab.number: lab_needs(lab) for lab in labs}
+    checks = []
+    for tool in TOOLS:
+        using = [n for n, need in needs.items() if any(p in need for p in tool.programs)]
+        check = tool_check(local_tool(tool, root))
+        if using:
+            labs_text = f"lab{'s' if len(using) > 1 else ''} {_ranges(using)}"
+            check = replace(check, required=True, fix=f"{check.fix} (needed by {labs_text})")
+        checks.append(check)
+    return checks
+
+
+def leftovers_check(root: Path) -> Check:
+    """Stop what a harness killed with SIGKILL left running (its pid files say what)."""
+    reaped = reap(ledger_folder(root))
+    if not reaped:
+        return Check("leftovers", True, "no process left by a killed run")
+    return Check(
+        "leftovers",
+        True,
+        f"stopped {len(reaped)} process group(s) a killed run left: {'; '.join(reaped)}",
+    )
+
+
 def run_checks(root: Path) -> list[Check]:
-    return [*(tool_check(local_tool(t, root)) for t in TOOLS), *machine_checks(root)]
+    labs = _labs(root)
+    tools = tool_checks(root, labs)
+    readiness = readiness_checks(root, labs, {c.name: c for c in tools})
+    return [*tools, *machine_checks(root), *readiness, leftovers_check(root)]
+
+
+def lines(checks: list[Check]) -> list[str]:
+    """The checks as rich markup lines, columns aligned by their visible text: the
+    padding goes inside the markup, so `[green]ok[/green]` lines up with `optional`."""
+    marks = [
+        ("ok", "green") if c.ok else ("FAIL", "red") if c.required else ("optional", "yellow")
+        for c in checks
+    ]
+    mark_width = max((len(m) for m, _ in marks), default=0)
+    name_width = max((len(c.name) for c in checks), default=0)
+    out = []
+    for c, (mark, colour) in zip(checks, marks, strict=True):
+        fix = "" if c.ok or not c.fix else f"  -> {c.fix}"
+        out.append(
+            f"[{colour}]{mark:>{mark_width}}[/{colour}]  "
+            f"{escape(f'{c.name:<{name_width}}')}  {escape(c.detail + fix)}"
+        )
+    return out

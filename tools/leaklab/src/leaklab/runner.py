@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -32,13 +33,24 @@ import psutil
 
 from leaklab import dataset
 from leaklab.build import Built, build_load, build_variant, tail, tools_dir
+from leaklab.doctor import install_hint
 from leaklab.errors import LeakLabError
 from leaklab.load import LoadProgram, LoadResult
 from leaklab.paths import work_dir
-from leaklab.procs import LOOPBACK, ProcessGroup, free_port, port_in_use, wait_ready
+from leaklab.procs import (
+    LOOPBACK,
+    Ledger,
+    ProcessGroup,
+    free_port,
+    ledger_folder,
+    port_in_use,
+    reap,
+    run_captured,
+    wait_ready,
+)
 from leaklab.progress import LiveProgress
 from leaklab.samplers import JsonlTail, Recorder, Sampler, http_json_poll, rss_poll, tree_rss
-from leaklab.spec import Lab, fill
+from leaklab.spec import Aux, Lab, Snapshot, fill
 
 SERIES_FILE_ENV = "LEAKLAB_SERIES_FILE"
 
@@ -68,19 +80,73 @@ class RunResult:
 
 def run(lab: Lab, opts: RunOptions, log: Callable[[str], None] = print) -> RunResult:
     lab = lab.for_variant(opts.variant)  # an implementation's own build and service
-    params = {**lab.params, **(opts.params or {})}
-    driven = not lab.self_driving  # a listening service, driven by the lab's load program
-    duration_s = _duration(params) if driven else _expected_s(params, lab.service.max_s)
-    built = build_variant(lab, opts.variant, log)
-    load_built = build_load(lab, log) if driven else None
+    reap_leftovers(lab.root, log)
+    with Ledger(ledger_folder(lab.root) / f"{os.getpid()}.json") as ledger:
+        setup = prepare(lab, opts, log)
+        try:
+            measured = _measure(setup, ledger)
+            return _write(setup, measured, ledger)
+        except KeyboardInterrupt:
+            # An interrupted run writes nothing, its log folder included. A failed run
+            # keeps its logs: its error message quotes them and names where they are.
+            shutil.rmtree(setup.run_dir, ignore_errors=True)
+            raise
 
+
+def reap_leftovers(root: Path, log: Callable[[str], None]) -> None:
+    """Stop what an earlier harness, killed with SIGKILL, left running (its pid file)."""
+    if reaped := reap(ledger_folder(root)):
+        log(f"stopped {len(reaped)} process group(s) a killed run left: {'; '.join(reaped)}")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """A run once its variant is built: the lab as the variant runs it, the parameters,
+    the placeholder values every command is rendered with, and the run's log folder."""
+
+    lab: Lab
+    opts: RunOptions
+    params: dict[str, str]
+    built: Built
+    load_built: Built | None
+    values: dict[str, str]
+    log: Callable[[str], None]
+
+    @property
+    def driven(self) -> bool:
+        """A listening service, driven by the lab's load program (not self-driving)."""
+        return not self.lab.self_driving
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.values["run_dir"])
+
+    @property
+    def artefacts(self) -> Path:
+        return Path(self.values["artefacts"])
+
+    @property
+    def duration_s(self) -> float:
+        if self.driven:
+            return _duration(self.params)
+        return _expected_s(self.params, self.lab.service.max_s)
+
+
+def prepare(
+    lab: Lab, opts: RunOptions, log: Callable[[str], None], with_load: bool = True
+) -> Setup:
+    """Build the variant (and the load), choose the ports, make the run's log folder."""
+    params = {**lab.params, **(opts.params or {})}
+    if not lab.self_driving:
+        _duration(params)  # a bad --duration fails before a long build, not after
+    built = build_variant(lab, opts.variant, log)
+    load_built = build_load(lab, log) if with_load and not lab.self_driving else None
     port = opts.port or free_port()
     if opts.port and port_in_use(port):
         raise LeakLabError(f"port {port} on {LOOPBACK} is in use", "omit --port to pick a free one")
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
     run_dir = work_dir(lab.root) / "runs" / lab.slug / "logs" / f"{stamp}-{opts.variant}"
-    artefacts = run_dir / "artefacts"
-    artefacts.mkdir(parents=True)
+    (run_dir / "artefacts").mkdir(parents=True)
     values = {
         **params,
         "port": str(port),
@@ -89,162 +155,245 @@ def run(lab: Lab, opts: RunOptions, log: Callable[[str], None] = print) -> RunRe
         "src": str(built.src),
         "load": str(load_built.out) if load_built else "",
         "run_dir": str(run_dir),
-        "artefacts": str(artefacts),
+        "artefacts": str(run_dir / "artefacts"),
         "tools": tools_dir(lab),
     }
     for aux in lab.aux:
         aux_port = free_port()
         values[f"{aux.name}_port"] = str(aux_port)
         values[f"{aux.name}_url"] = f"http://{LOOPBACK}:{aux_port}"
-    idle_s = lab.idle_s if opts.idle_s is None else opts.idle_s
-    if lab.self_driving:
-        idle_s = 0.0  # the service has exited: there is nothing left to watch idle
-    recorder = Recorder()
-    origin = Origin()
-    service_log = run_dir / "service.log"
-    load_log = run_dir / "load.log"
-    aux_argvs: dict[str, list[str]] = {}
+    return Setup(lab, opts, params, built, load_built, values, log)
 
-    with ProcessGroup() as group:
-        helpers = []
-        for aux in lab.aux:
-            aux_log = run_dir / f"{aux.name}.log"
-            aux_argvs[aux.name] = aux.command.render(values)
-            with aux_log.open("ab") as sink:
-                child = group.start(
-                    aux_argvs[aux.name],
-                    cwd=built.src,
-                    env=aux.command.render_env(values),
-                    stdout=sink,
-                    stderr=subprocess.STDOUT,
-                )
-            aux_port = int(values[f"{aux.name}_port"])
-            url = f"{values[f'{aux.name}_url']}{aux.ready.http}" if aux.ready.http else None
-            took = wait_ready(
-                child,
-                url,
-                aux_port,
-                aux.ready.timeout_s,
-                lambda path=aux_log: tail(path),  # type: ignore[misc]
-                what=f"the {aux.name} (aux)",
-                probe=bool(aux.ready.http or aux.ready.tcp),
-            )
-            log(f"{aux.name} ready in {took:.1f} s (pid {child.pid})")
-            helpers.append(_Watched(f"the {aux.name} (aux)", child, aux_log, aux.name))
 
-        service_argv = lab.service.command.render(values)
-        env = lab.service.command.render_env(values)
-        env[SERIES_FILE_ENV] = str(run_dir / "series.jsonl")
+@dataclass
+class Serving:
+    """The processes a run keeps up: its aux processes, then the listening service
+    (none for a self-driving lab, whose service is started as the load)."""
+
+    watched: list[_Watched]
+    aux_argvs: dict[str, list[str]]
+    service_argv: list[str]
+    env: dict[str, str]
+    service: subprocess.Popen[bytes] | None = None
+    ready_s: float = 0.0
+
+
+def start_serving(setup: Setup, group: ProcessGroup) -> Serving:
+    """Start every aux process, then (for a listening service) the service, each waited
+    for until its readiness probe answers; they stop with `group`."""
+    lab, values = setup.lab, setup.values
+    env = {
+        **lab.service.command.render_env(values),
+        SERIES_FILE_ENV: str(setup.run_dir / "series.jsonl"),
+    }
+    serving = Serving([], {}, lab.service.command.render(values), env)
+    for aux in lab.aux:
+        serving.aux_argvs[aux.name] = aux.command.render(values)
+        serving.watched.append(_start_aux(setup, group, aux, serving.aux_argvs[aux.name]))
+    if setup.driven:
+        serving.service, serving.ready_s = _start_service(setup, group, serving)
+        log = setup.run_dir / "service.log"
+        serving.watched.append(_Watched("the service", serving.service, log, None))
+    return serving
+
+
+def _start_aux(setup: Setup, group: ProcessGroup, aux: Aux, argv: list[str]) -> _Watched:
+    values = setup.values
+    aux_log = setup.run_dir / f"{aux.name}.log"
+    _require(argv)
+    with aux_log.open("ab") as sink:
+        child = group.start(
+            argv,
+            cwd=setup.built.src,
+            env=aux.command.render_env(values),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    url = f"{values[f'{aux.name}_url']}{aux.ready.http}" if aux.ready.http else None
+    took = wait_ready(
+        child,
+        url,
+        int(values[f"{aux.name}_port"]),
+        aux.ready.timeout_s,
+        lambda: tail(aux_log),
+        what=f"the {aux.name} (aux)",
+        probe=bool(aux.ready.http or aux.ready.tcp),
+    )
+    setup.log(f"{aux.name} ready in {took:.1f} s (pid {child.pid})")
+    return _Watched(f"the {aux.name} (aux)", child, aux_log, aux.name)
+
+
+def _start_service(
+    setup: Setup, group: ProcessGroup, serving: Serving
+) -> tuple[subprocess.Popen[bytes], float]:
+    ready = setup.lab.service.ready
+    service_log = setup.run_dir / "service.log"
+    _require(serving.service_argv)
+    with service_log.open("ab") as sink:
+        service = group.start(
+            serving.service_argv,
+            cwd=setup.built.src,
+            env=serving.env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    url = setup.values["url"]
+    ready_s = wait_ready(
+        service,
+        f"{url}{ready.http}" if ready.http else None,
+        int(setup.values["port"]),
+        ready.timeout_s,
+        lambda: tail(service_log),
+        probe=bool(ready.http or ready.tcp),
+    )
+    setup.log(f"service ready in {ready_s:.1f} s on {url} (pid {service.pid})")
+    return service, ready_s
+
+
+def _require(argv: list[str]) -> None:
+    """A program that is not on PATH is a missing tool (java, mix), not a missing build:
+    name it and say how to install it."""
+    program = argv[0]
+    if os.sep not in program and shutil.which(program) is None:
+        raise LeakLabError(
+            f"cannot start {program}: it is not installed (not found on PATH)",
+            f"{install_hint(program)}; `leaklab doctor` says which labs need what",
+        )
+
+
+@dataclass
+class Measured:
+    """What the run measured: the samples, the load's report, and when the load ran."""
+
+    serving: Serving
+    recorder: Recorder
+    result: LoadResult
+    load_argv: list[str] | None
+    t0: float
+    t_load_end: float
+
+
+def _measure(setup: Setup, ledger: Ledger) -> Measured:
+    """Start everything, sample, drive the load, idle, take the snapshots, stop
+    everything (on every path), then check that the load did what it was asked."""
+    recorder, origin = Recorder(), Origin()
+    with ProcessGroup(ledger=ledger) as group:
+        serving = start_serving(setup, group)
         load = LoadProgram(group, recorder)
-        service: subprocess.Popen[bytes] | None = None
-        ready_s = 0.0
-
-        def service_pid() -> int | None:
-            if lab.self_driving:
-                return load.pid  # the service is the program that drives itself
-            return service.pid if service is not None else None
-
-        def load_pid() -> int | None:
-            return load.pid if driven else None
-
-        if driven:
-            with service_log.open("ab") as sink:
-                service = group.start(
-                    service_argv, cwd=built.src, env=env, stdout=sink, stderr=subprocess.STDOUT
-                )
-            ready_url = (
-                f"{values['url']}{lab.service.ready.http}" if lab.service.ready.http else None
-            )
-            ready_s = wait_ready(
-                service,
-                ready_url,
-                port,
-                lab.service.ready.timeout_s,
-                lambda: tail(service_log),
-                probe=bool(lab.service.ready.http or lab.service.ready.tcp),
-            )
-            log(f"service ready in {ready_s:.1f} s on {values['url']} (pid {service.pid})")
-            helpers.append(_Watched("the service", service, service_log, None))
-
         samplers = make_samplers(
-            lab, recorder, values, service_pid, load_pid, origin, [(h.name, h) for h in helpers]
+            setup.lab,
+            recorder,
+            setup.values,
+            _service_pid(setup, serving, load),
+            lambda: load.pid if setup.driven else None,
+            origin,
+            [(w.name, w) for w in serving.watched],
         )
         for s in samplers:
             s.start()
         try:
-            title = f"{lab.slug} {opts.variant}"
-            if driven:
-                time.sleep(lab.pre_load_s)  # a baseline before the load starts (negative t_s)
-                load_argv: list[str] | None = lab.load.command.render(values)
-                assert load_built is not None and load_argv is not None
-                origin.at = t0 = time.monotonic()
-                load.start(load_argv, cwd=load_built.out, log=load_log)
-                deadline = t0 + duration_s + lab.load.grace_s
-            else:
-                # Self-driving: the service is the load; it starts now and exits by itself.
-                load_argv = None
-                origin.at = t0 = time.monotonic()
-                load.start(service_argv, cwd=built.src, log=service_log, env=env)
-                deadline = t0 + lab.service.max_s
-                log(f"service started (pid {load.pid}); it drives itself and exits")
-            with LiveProgress(title, duration_s, recorder, lab.analysis.series) as live:
-                while load.running() and time.monotonic() < deadline:
-                    _check_alive(helpers)
-                    live.update(time.monotonic() - t0, load.result.last)
-                    time.sleep(0.25)
-                result = load.finish(deadline)
-                t_load_end = time.monotonic()
-                live.update(t_load_end - t0, result.final or result.last)
-                idle_end = t_load_end + idle_s
-                while time.monotonic() < idle_end:
-                    _check_alive(helpers)
-                    live.update(time.monotonic() - t0, result.final, phase="idle")
-                    time.sleep(0.25)
-            _check_alive(helpers)
-            if lab.self_driving:
-                _check_self_driving(lab, result, service_log)
-            pid = service.pid if service else (load.last_pid or 0)
-            if opts.snapshots:
-                _take_snapshots(lab, values, pid, artefacts, run_dir, log)
+            measured = _drive(setup, serving, load, recorder, origin)
+            _check_alive(serving.watched)
+            if not setup.driven:
+                _check_self_driving(setup.lab, measured.result, setup.run_dir / "service.log")
+            if setup.opts.snapshots:
+                pid = serving.service.pid if serving.service else (load.last_pid or 0)
+                _take_snapshots(setup, group, pid)
         finally:
-            for s in samplers:
-                s.stop()
-            for s in samplers:
-                if isinstance(s.poll, JsonlTail):
-                    s.poll()  # the lines written after the last scheduled poll
-        if service is not None:
-            group.stop(service)
+            _stop_samplers(samplers)
+        if serving.service is not None:
+            group.stop(serving.service)
+    if setup.driven:
+        _check_load(setup.lab, measured.result, setup.duration_s, setup.run_dir / "load.log")
+    return measured
 
-    if driven:
-        _check_load(lab, result, duration_s, load_log)
 
-    rows = [(at - t0, series, value) for at, series, value in recorder.snapshot()]
-    load_s = round(t_load_end - t0, 3)
-    if lab.self_driving and _number(result.final.get("load_end_s")) is not None:
-        load_s = min(load_s, round(float(result.final["load_end_s"]), 3))
+def _service_pid(setup: Setup, serving: Serving, load: LoadProgram) -> Callable[[], int | None]:
+    def pid() -> int | None:
+        if not setup.driven:
+            return load.pid  # the service is the program that drives itself
+        return serving.service.pid if serving.service is not None else None
+
+    return pid
+
+
+def _stop_samplers(samplers: list[Sampler]) -> None:
+    for s in samplers:
+        s.stop()
+    for s in samplers:
+        if isinstance(s.poll, JsonlTail):
+            s.poll()  # the lines written after the last scheduled poll
+
+
+def _drive(
+    setup: Setup, serving: Serving, load: LoadProgram, recorder: Recorder, origin: Origin
+) -> Measured:
+    """Start the load (or the self-driving service) at t_s = 0 and watch it to its end,
+    then idle; every aux and the service must stay up throughout."""
+    lab, values, run_dir = setup.lab, setup.values, setup.run_dir
+    load_argv: list[str] | None = None
+    if setup.driven:
+        time.sleep(lab.pre_load_s)  # a baseline before the load starts (negative t_s)
+        assert setup.load_built is not None
+        load_argv = lab.load.command.render(values)
+        _require(load_argv)
+        origin.at = t0 = time.monotonic()
+        load.start(load_argv, cwd=setup.load_built.out, log=run_dir / "load.log")
+        deadline = t0 + setup.duration_s + lab.load.grace_s
+    else:
+        # Self-driving: the service is the load; it starts now and exits by itself.
+        _require(serving.service_argv)
+        origin.at = t0 = time.monotonic()
+        load.start(
+            serving.service_argv, cwd=setup.built.src, log=run_dir / "service.log", env=serving.env
+        )
+        deadline = t0 + lab.service.max_s
+        setup.log(f"service started (pid {load.pid}); it drives itself and exits")
+    title = f"{lab.slug} {setup.opts.variant}"
+    with LiveProgress(title, setup.duration_s, recorder, lab.analysis.series) as live:
+        while load.running() and time.monotonic() < deadline:
+            _check_alive(serving.watched)
+            live.update(time.monotonic() - t0, load.result.last)
+            time.sleep(0.25)
+        result = load.finish(deadline)
+        t_load_end = time.monotonic()
+        live.update(t_load_end - t0, result.final or result.last)
+        idle_end = t_load_end + _idle_s(setup)
+        while time.monotonic() < idle_end:
+            _check_alive(serving.watched)
+            live.update(time.monotonic() - t0, result.final, phase="idle")
+            time.sleep(0.25)
+    return Measured(serving, recorder, result, load_argv, t0, t_load_end)
+
+
+def _idle_s(setup: Setup) -> float:
+    if setup.lab.self_driving:
+        return 0.0  # the service has exited: there is nothing left to watch idle
+    return setup.lab.idle_s if setup.opts.idle_s is None else setup.opts.idle_s
+
+
+def _write(setup: Setup, measured: Measured, ledger: Ledger) -> RunResult:
+    """The dataset: the samples in seconds since load start, and the provenance."""
+    lab, t0 = setup.lab, measured.t0
+    rows = [(at - t0, series, value) for at, series, value in measured.recorder.snapshot()]
+    load_s = round(measured.t_load_end - t0, 3)
+    final = measured.result.final
+    if lab.self_driving and _number(final.get("load_end_s")) is not None:
+        load_s = min(load_s, round(float(final["load_end_s"]), 3))
     phases = {
-        "pre_load_s": lab.pre_load_s if driven else 0.0,
+        "pre_load_s": lab.pre_load_s if setup.driven else 0.0,
         "load_s": load_s,
-        "idle_s": idle_s,
+        "idle_s": _idle_s(setup),
         "warmup_s": lab.analysis.warmup_s,
     }
     if lab.self_driving:
-        phases["exit_s"] = round(t_load_end - t0, 3)
-    meta = _provenance(
-        lab,
-        opts,
-        built,
-        params,
-        service_argv,
-        load_argv,
-        result.final,
-        recorder,
-        phases=phases,
-        ready_s=ready_s,
-        aux_argvs=aux_argvs,
-    )
+        phases["exit_s"] = round(measured.t_load_end - t0, 3)
+    meta = _provenance(setup, measured, phases, ledger)
+    opts = setup.opts
     dest = opts.dest or work_dir(lab.root) / "runs" / lab.slug
-    csv_path, json_path = dataset.write(dest, opts.name or opts.variant, rows, meta, artefacts)
+    csv_path, json_path = dataset.write(
+        dest, opts.name or opts.variant, rows, meta, setup.artefacts
+    )
     return RunResult(csv_path, json_path, dataset.read(json_path))
 
 
@@ -372,111 +521,126 @@ def _check_alive(watched: list[_Watched]) -> None:
             )
 
 
-def _take_snapshots(
-    lab: Lab,
-    values: dict[str, str],
-    pid: int,
-    folder: Path,
-    run_dir: Path,
-    log: Callable[[str], None],
-) -> None:
+def _take_snapshots(setup: Setup, group: ProcessGroup, pid: int) -> None:
     """Each snapshot's HTTP body or command stdout becomes `artefacts/<name>`.
 
     A command runs in the run's folder with its own `env` (placeholders filled), so it
-    may also write files of its own into `{artefacts}`. A failed snapshot is logged,
-    not fatal: the run's series are still worth keeping.
+    may also write files of its own into `{artefacts}`; it runs in the run's process
+    group, so a timeout or a Ctrl-C stops everything it started. A failed snapshot is
+    logged, not fatal: the run's series are still worth keeping.
     """
-    values = {**values, "pid": str(pid)}
-    for snap in lab.snapshots:
-        target = folder / snap.name
+    values = {**setup.values, "pid": str(pid)}
+    for snap in setup.lab.snapshots:
+        setup.log(f"snapshot {snap.name} ...")
+        target = setup.artefacts / snap.name
         if snap.http:
-            url = values["url"] + fill(snap.http, values)
-            try:
-                with urllib.request.urlopen(url, timeout=30) as resp:
-                    target.write_bytes(resp.read())
-            except (urllib.error.URLError, OSError) as exc:
-                log(f"snapshot {snap.name} failed: {exc}")
-        elif snap.command:
-            try:
-                result = subprocess.run(
-                    snap.command.render(values),
-                    cwd=run_dir,
-                    env={**os.environ, **snap.command.render_env(values)},
-                    capture_output=True,
-                    timeout=snap.timeout_s,
-                    check=False,
-                    start_new_session=True,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                log(f"snapshot {snap.name} failed: {exc}")
-                continue
-            if result.returncode == 0:
-                target.write_bytes(result.stdout)
-                log(f"snapshot {snap.name} taken")
-            else:
-                log(f"snapshot {snap.name} failed: {result.stderr.decode()[-300:]}")
+            problem = _snapshot_http(values["url"] + fill(snap.http, values), target)
+        else:
+            assert snap.command is not None
+            problem = _snapshot_command(group, snap, values, target)
+        setup.log(
+            f"snapshot {snap.name} failed: {problem}" if problem else f"snapshot {snap.name} taken"
+        )
 
 
-def _git(root: Path, *args: str) -> str:
-    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
-    return result.stdout.strip()
+def _snapshot_http(url: str, target: Path) -> str | None:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as resp:
+            target.write_bytes(resp.read())
+    except (urllib.error.URLError, OSError) as exc:
+        return str(exc)
+    return None
 
 
-def _versions(lab: Lab) -> dict[str, str]:
+def _snapshot_command(
+    group: ProcessGroup, snap: Snapshot, values: dict[str, str], target: Path
+) -> str | None:
+    assert snap.command is not None
+    try:
+        result = group.run(
+            snap.command.render(values),
+            cwd=Path(values["run_dir"]),
+            env=snap.command.render_env(values),
+            timeout_s=snap.timeout_s,
+        )
+    except subprocess.TimeoutExpired:
+        return f"did not finish within {snap.timeout_s:g} s; stopped with everything it started"
+    except (OSError, LeakLabError) as exc:
+        return str(exc)
+    if result.returncode != 0:
+        return result.stderr.decode(errors="replace")[-300:]
+    target.write_bytes(result.stdout)
+    return None
+
+
+def _git(root: Path, *args: str) -> str | None:
+    """git's answer, or None when git is not installed or fails (provenance: unknown)."""
+    try:
+        result = run_captured(["git", *args], cwd=root, timeout_s=30)
+    except (OSError, LeakLabError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.decode(errors="replace").strip() if result.returncode == 0 else None
+
+
+def git_provenance(root: Path, slug: str) -> dict[str, Any]:
+    """The commit a run was made from, and whether the lab had uncommitted changes."""
+    commit = _git(root, "rev-parse", "HEAD")
+    status = _git(root, "status", "--porcelain", "--", f"labs/{slug}")
+    return {
+        "git_commit": commit or "unknown",
+        "git_dirty": None if status is None else bool(status),
+    }
+
+
+def _versions(lab: Lab, ledger: Ledger | None = None) -> dict[str, str]:
     out = {"python": platform.python_version()}
     for name, argv in lab.versions.items():
         try:
-            result = subprocess.run(argv, capture_output=True, text=True, timeout=20, check=False)
-            out[name] = (result.stdout or result.stderr).strip().splitlines()[0]
-        except (OSError, IndexError, subprocess.TimeoutExpired):
+            result = run_captured(list(argv), cwd=lab.root, timeout_s=20, ledger=ledger)
+            text = (result.stdout or result.stderr).decode(errors="replace")
+            out[name] = text.strip().splitlines()[0]
+        except (OSError, IndexError, LeakLabError, subprocess.TimeoutExpired):
             out[name] = "unknown"
     return out
 
 
 def _provenance(
-    lab: Lab,
-    opts: RunOptions,
-    built: Built,
-    params: dict[str, str],
-    service_argv: list[str],
-    load_argv: list[str] | None,
-    final: dict[str, Any],
-    recorder: Recorder,
-    phases: dict[str, float],
-    ready_s: float,
-    aux_argvs: dict[str, list[str]],
+    setup: Setup, measured: Measured, phases: dict[str, float], ledger: Ledger
 ) -> dict[str, Any]:
-    harness_rss = tree_rss(os.getpid()) or 0.0
+    lab, opts, serving = setup.lab, setup.opts, measured.serving
     return {
         "lab": lab.slug,
         "variant": opts.variant,
         "order": opts.order,
-        "build_key": built.key,
-        "git_commit": _git(lab.root, "rev-parse", "HEAD"),
-        "git_dirty": bool(_git(lab.root, "status", "--porcelain", "--", f"labs/{lab.slug}")),
+        "build_key": setup.built.key,
+        **git_provenance(lab.root, lab.slug),
         "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
-        "load_params": params,
+        "load_params": setup.params,
         "phases": phases,
-        "ready_s": round(ready_s, 3),
-        "load_result": final,
-        "peaks": {
-            "service_rss_bytes": recorder.peak.get("rss_bytes"),
-            "load_rss_bytes": recorder.peak.get("load_rss_bytes"),
-            **{f"{n}_rss_bytes": recorder.peak.get(f"{n}_rss_bytes") for n in aux_argvs},
-            "harness_rss_bytes": harness_rss,
-        },
+        "ready_s": round(serving.ready_s, 3),
+        "load_result": measured.result.final,
+        "peaks": _peaks(measured.recorder, serving),
         "mode": "self-driving" if lab.self_driving else "load",
-        "sampler_errors": len(recorder.errors),
+        "sampler_errors": len(measured.recorder.errors),
         "commands": {
             "leaklab": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
-            "service": shlex.join(service_argv),
-            "load": shlex.join(load_argv) if load_argv is not None else None,
-            **{f"aux_{n}": shlex.join(argv) for n, argv in aux_argvs.items()},
+            "service": shlex.join(serving.service_argv),
+            "load": shlex.join(measured.load_argv) if measured.load_argv is not None else None,
+            **{f"aux_{n}": shlex.join(argv) for n, argv in serving.aux_argvs.items()},
         },
-        "versions": _versions(lab),
+        "versions": _versions(lab, ledger),
         "host": {
             "cpus": os.cpu_count(),
             "memory_bytes": psutil.virtual_memory().total,
             "platform": platform.platform(),
         },
+    }
+
+
+def _peaks(recorder: Recorder, serving: Serving) -> dict[str, float | None]:
+    return {
+        "service_rss_bytes": recorder.peak.get("rss_bytes"),
+        "load_rss_bytes": recorder.peak.get("load_rss_bytes"),
+        **{f"{n}_rss_bytes": recorder.peak.get(f"{n}_rss_bytes") for n in serving.aux_argvs},
+        "harness_rss_bytes": tree_rss(os.getpid()) or 0.0,
     }
