@@ -146,6 +146,15 @@ def test_classroom_grades_every_lab() -> None:
     assert total <= int(job["timeout-minutes"]), "the job would stop before its graders"
 
 
+def test_classroom_checks_out_the_published_code_too() -> None:
+    """A grade starts from each lab's published tree (labs/base.toml), which a student's
+    commits replace at HEAD: the checkout must bring the history that still holds it."""
+    (checkout,) = [
+        s for s in steps(classroom_job()) if s.get("uses", "").startswith("actions/checkout@")
+    ]
+    assert checkout.get("with", {}).get("fetch-depth") == 0
+
+
 def test_classroom_reporter_reads_every_graders_result() -> None:
     all_steps = steps(classroom_job())
     ids = [s["id"] for s in all_steps if s.get("uses") == GRADER]
