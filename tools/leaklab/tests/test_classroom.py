@@ -223,14 +223,19 @@ def venv_programs() -> set[str]:
 
 
 def check_leaklab(argv: list[str]) -> None:
-    group = typer.main.get_command(app)
-    command = getattr(group, "commands", {}).get(argv[0])
-    assert command is not None, f"leaklab has no `{argv[0]}` command"
+    """`leaklab <command> [<subcommand>] [options]` names commands and options the CLI has."""
+    command = typer.main.get_command(app)
+    words = ["leaklab"]
+    while hasattr(command, "commands") and argv:
+        name, argv = argv[0], argv[1:]
+        words.append(name)
+        command = command.commands.get(name)
+        assert command is not None, f"`{' '.join(words)}` is not a command"
     options = {opt for param in command.params for opt in param.opts}
-    for arg in argv[1:]:
+    for arg in argv:
         if arg.startswith("-"):
-            assert arg.split("=")[0] in options, f"leaklab {argv[0]} has no {arg}"
-    labs = [a for a in argv[1:] if re.fullmatch(r"\d\d", a)]
+            assert arg.split("=")[0] in options, f"`{' '.join(words)}` has no {arg}"
+    labs = [a for a in argv if re.fullmatch(r"\d\d", a)]
     assert all(lab in {number(s) for s in LABS} for lab in labs), f"no lab {labs}"
 
 
@@ -271,6 +276,7 @@ def test_every_workflow_command_exists() -> None:
         "make no-such-target",
         "scripts/no-such-script",
         ".venv/bin/leaklab no-such-command 01",
+        ".venv/bin/leaklab dev no-such-check",
         ".venv/bin/leaklab grade 01 --no-such-option",
         ".venv/bin/leaklab grade 42",
         ".venv/bin/not-ours",
