@@ -7,22 +7,25 @@ LAB ?= 01
 VARIANT ?= broken
 DURATION ?=
 
-.PHONY: help setup demo test lint run compare capture doctor notebooks bench grade diff slides clean
+.PHONY: help setup setup-all demo test lint run compare capture doctor notebooks jupyter bench grade diff slides clean
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: ## install everything the course needs (idempotent)
+setup: ## install the base: Python, the harness, and Go for lab 01 (idempotent)
 	@scripts/setup
+
+setup-all: ## install every lab's toolchain, the slides and the lint tools (idempotent)
+	@scripts/setup --all
 
 demo: setup ## the main job: lab 01 broken vs fixed, table + plot
 	@$(LEAKLAB) demo 01 $(if $(DURATION),--duration $(DURATION))
 
-test: setup lint ## the whole test suite (what CI runs)
+test: setup-all lint ## the whole test suite (what CI runs)
 	@$(PYTEST) tools/leaklab -m "not leak" -q --durations=10
 	@$(PYTEST) tools/leaklab -m leak -q --durations=0
 
-lint: setup ## ruff and mypy on the harness; go vet and gofmt on the Go labs; cargo fmt and clippy on the Rust labs
+lint: setup-all ## ruff and mypy on the harness; go vet and gofmt on the Go labs; cargo fmt and clippy on the Rust labs
 	@.venv/bin/ruff check tools/leaklab
 	@.venv/bin/ruff format --check tools/leaklab
 	@.venv/bin/mypy tools/leaklab/src
@@ -53,6 +56,12 @@ capture: setup ## re-capture a lab's datasets (maintainers): make capture LAB=01
 notebooks: setup ## execute every notebook in place on the committed datasets
 	@.venv/bin/python -m leaklab.notebooks --in-place
 
+jupyter: setup ## JupyterLab on the notebooks, from .venv, on 127.0.0.1:8888 (PORT=...)
+	@# --allow-root only where the shell is root (a bare container); Codespaces is not.
+	@.venv/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$${PORT:-8888} \
+	  --ServerApp.open_browser=False --ServerApp.root_dir=notebooks \
+	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
+
 bench: setup ## per-operation view of lab 01: go test -bench, broken vs fixed (benchstat)
 	@.venv/bin/python -m leaklab.bench $(LAB)
 
@@ -63,6 +72,7 @@ diff: setup ## your change beside the solution's patches: make diff LAB=01
 	@$(LEAKLAB) diff $(LAB)
 
 slides: setup ## build every deck to slides/build/ (HTML; PDF when chromium is present)
+	@scripts/setup-slides --quiet
 	@scripts/build-slides
 
 doctor: setup ## check this machine for the course

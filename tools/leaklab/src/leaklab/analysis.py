@@ -22,7 +22,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm  # type: ignore[import-untyped]
 
 from leaklab.dataset import Dataset
 
@@ -74,7 +73,11 @@ def fit_slope(t_s: np.ndarray, values: np.ndarray, per: float = 1.0) -> Fit | No
     y = np.asarray(values, dtype=float) / per
     if np.ptp(y) == 0:
         return Fit(0.0, 0.0, 0.0, len(y))
-    model = sm.OLS(y, sm.add_constant(minutes))
+    # Imported here: statsmodels takes seconds to import, and most commands never fit.
+    from statsmodels.regression.linear_model import OLS  # type: ignore[import-untyped]
+    from statsmodels.tools.tools import add_constant  # type: ignore[import-untyped]
+
+    model = OLS(y, add_constant(minutes))
     result = model.fit(cov_type="HAC", cov_kwds={"maxlags": hac_lags(len(y))}, use_t=True)
     low, high = result.conf_int(alpha=0.05)[1]
     return Fit(float(result.params[1]), float(low), float(high), len(y))

@@ -86,13 +86,17 @@ def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
     return git_bytes(root, *args, env=env).decode().strip()
 
 
-def git_bytes(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
-    """Run git in `root`; a missing git or a failed command is one clear error."""
+def need_git() -> None:
     if shutil.which("git") is None:
         raise LeakLabError(
             "git is not installed; Leak Lab finds each lab's published code with it",
-            "apt-get install git (Debian/Ubuntu) or brew install git (macOS)",
+            "apt-get install git (Debian/Ubuntu) or xcode-select --install (macOS)",
         )
+
+
+def git_bytes(root: Path, *args: str, env: dict[str, str] | None = None) -> bytes:
+    """Run git in `root`; a missing git or a failed command is one clear error."""
+    need_git()
     result = subprocess.run(
         ["git", *args],
         cwd=root,
@@ -147,6 +151,7 @@ def find(root: Path, slug: str) -> Base:
 
 
 def _has_tree(root: Path, tree: str) -> bool:
+    need_git()
     result = subprocess.run(
         ["git", "cat-file", "-e", f"{tree}^{{tree}}"], cwd=root, capture_output=True, check=False
     )

@@ -17,11 +17,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from leaklab.base import IGNORED_NAMES
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.procs import ProcessGroup
 from leaklab.spec import Command, Lab
-from leaklab.variants import IGNORED_NAMES, materialise
+from leaklab.variants import materialise
 
 DONE_MARKER = ".built"
 # Records that the unit tests passed on a build: the test commands it was for.
@@ -55,8 +56,31 @@ def tree_hash(tree: Path, extra: Iterable[str] = ()) -> str:
     return digest.hexdigest()[:16]
 
 
+def ensure_toolchain(lab: Lab, log: Callable[[str], None] = print) -> None:
+    """Install the lab's toolchain the first time the lab is built (`scripts/setup
+    --lab NN` leaves a stamp): the base set-up covers lab 01 only, so `make demo` on a
+    fresh machine never waits for the JVM or Elixir."""
+    script = lab.root / "scripts" / "setup"
+    stamp = work_dir(lab.root) / "setup" / f"lab-{lab.number}"
+    if stamp.exists() or not script.is_file():
+        return
+    log(
+        f"first use of lab {lab.number}: installing its toolchain "
+        f"(scripts/setup --lab {lab.number})"
+    )
+    with ProcessGroup() as group:
+        # Its progress goes to stderr, beside the build log lines, never into a table.
+        code = group.start([str(script), "--lab", lab.number], cwd=lab.root, stdout=2).wait()
+    if code != 0:
+        raise LeakLabError(
+            f"scripts/setup --lab {lab.number} failed (exit {code}); its last line says why",
+            "install what it names, then run the command again",
+        )
+
+
 def build_variant(lab: Lab, variant: str, log: Callable[[str], None] = print) -> Built:
     """Materialise and build one variant of the lab's service (cached by content)."""
+    ensure_toolchain(lab, log)
     lab = lab.for_variant(variant)
     with tempfile.TemporaryDirectory(dir=_build_root(lab)) as tmp:
         src = Path(tmp) / "src"
@@ -66,6 +90,7 @@ def build_variant(lab: Lab, variant: str, log: Callable[[str], None] = print) ->
 
 def build_load(lab: Lab, log: Callable[[str], None] = print) -> Built:
     """Build the lab's load program from `labs/NN/load` (not a variant: it never changes)."""
+    ensure_toolchain(lab, log)
     load_dir = lab.lab_dir / "load"
     with tempfile.TemporaryDirectory(dir=_build_root(lab)) as tmp:
         src = Path(tmp) / "src"

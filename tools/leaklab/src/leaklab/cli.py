@@ -1,4 +1,9 @@
-"""The `leaklab` command: parses arguments, calls the library, prints. Nothing else."""
+"""The `leaklab` command: parses arguments, calls the library, prints. Nothing else.
+
+Each command imports what it needs when it runs: pandas, statsmodels and matplotlib
+take seconds to import on a cold machine, and `leaklab --help`, `diff` or `doctor`
+never need them.
+"""
 
 from __future__ import annotations
 
@@ -7,23 +12,20 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, ParamSpec
+from typing import TYPE_CHECKING, Annotated, ParamSpec
 
 import typer
 from rich.console import Console
-from rich.syntax import Syntax
 
-from leaklab import dataset, diff, report
-from leaklab.build import build_variant, run_tests
-from leaklab.doctor import run_checks
 from leaklab.errors import LeakLabError
-from leaklab.grade import grade, write_json
-from leaklab.grade_report import grade_report
 from leaklab.paths import repo_root, work_dir
 from leaklab.procs import interrupts_as_keyboard_interrupt
-from leaklab.runner import RunOptions, run
 from leaklab.spec import Lab, lab_slugs, load_lab
 from leaklab.variants import PATCH_PREFIX, dataset_name
+
+if TYPE_CHECKING:
+    from leaklab.dataset import Dataset
+    from leaklab.runner import RunOptions
 
 P = ParamSpec("P")
 
@@ -82,7 +84,10 @@ def _order(lab: Lab, variant: str) -> int:
     return variants.index(variant) if variant in variants else 99
 
 
-def _run_and_print(lab: Lab, opts: RunOptions) -> dataset.Dataset:
+def _run_and_print(lab: Lab, opts: RunOptions) -> Dataset:
+    from leaklab import report
+    from leaklab.runner import run
+
     result = run(lab, opts, log=lambda line: err.print(line, highlight=False))
     summary = report.summarise(lab, result.data)
     out.print(report.table(lab, [summary]))
@@ -111,6 +116,8 @@ def list_labs(
 @interruptible
 def build(lab: LabArg, variant: VariantOpt = "broken") -> None:
     """Build one variant (cached by content) and print where its files are."""
+    from leaklab.build import build_variant
+
     spec = load_lab(lab)
     built = build_variant(spec, variant, log=lambda s: err.print(s, highlight=False))
     out.print(str(built.out))
@@ -120,6 +127,8 @@ def build(lab: LabArg, variant: VariantOpt = "broken") -> None:
 @interruptible
 def test(lab: LabArg, variant: VariantOpt = "broken") -> None:
     """Run the lab's own unit tests against a variant's source tree."""
+    from leaklab.build import build_variant, run_tests
+
     spec = load_lab(lab)
     built = build_variant(spec, variant, log=lambda s: err.print(s, highlight=False))
     log = built.src.parent / f"test-{variant}.log"
@@ -139,6 +148,8 @@ def run_cmd(
     idle: Annotated[float | None, typer.Option(help="seconds to idle after the load")] = None,
 ) -> None:
     """Run one variant under the lab's load and print its summary."""
+    from leaklab.runner import RunOptions
+
     spec = load_lab(lab)
     _run_and_print(
         spec,
@@ -163,6 +174,8 @@ def capture(
     param: ParamOpt = None,
 ) -> None:
     """A run whose dataset lands in datasets/<lab>/ (for the notebooks and READMEs)."""
+    from leaklab.runner import RunOptions
+
     spec = load_lab(lab)
     dest = spec.root / "datasets" / spec.slug
     _run_and_print(
@@ -178,8 +191,13 @@ def compare(
         str, typer.Option("--from", help="runs (your latest runs) or datasets (captured)")
     ] = "runs",
     png: Annotated[Path | None, typer.Option(help="where to write the plot")] = None,
+    wide: Annotated[
+        bool, typer.Option("--wide", help="every fitted series and count (needs ~200 columns)")
+    ] = False,
 ) -> None:
     """Put runs side by side: the summary table, the separation, and a PNG over time."""
+    from leaklab import dataset, report
+
     spec = load_lab(lab)
     folders = {
         "runs": work_dir(spec.root) / "runs" / spec.slug,
@@ -194,7 +212,7 @@ def compare(
             f"run `leaklab run {spec.number} --variant broken` first, or use --from datasets",
         )
     summaries = [report.summarise(spec, ds) for ds in runs]
-    out.print(report.table(spec, summaries))
+    out.print(report.table(spec, summaries, wide=wide))
     if line := report.separation(spec, summaries):
         out.print(line)
     target = png or work_dir(spec.root) / "reports" / f"{spec.slug}-{source}.png"
@@ -208,6 +226,8 @@ def demo(
     duration: DurationOpt = None,
 ) -> None:
     """The main job: build broken and fixed, run both under the same load, compare."""
+    from leaklab.runner import RunOptions, run
+
     spec = load_lab(lab)
     params = _params(duration, None, None)
     for variant in ("broken", "fixed"):
@@ -240,6 +260,9 @@ def grade_cmd(
     ] = None,
 ) -> None:
     """Grade a fix: unit tests, then the lab's standard load; exit 0 pass, 1 fail."""
+    from leaklab.grade import grade, write_json
+    from leaklab.grade_report import grade_report
+
     spec = load_lab(lab)
     if patch is not None:
         if not patch.is_file():
@@ -261,6 +284,10 @@ def diff_cmd(
     html_out: Annotated[Path | None, typer.Option("--html", help="also write an HTML page")] = None,
 ) -> None:
     """The learner's change against broken, beside the solution's patch series."""
+    from rich.syntax import Syntax
+
+    from leaklab import diff
+
     spec = load_lab(lab)
     parts = diff.sections(spec, variant)
     for title, text in parts:
@@ -277,6 +304,8 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Check toolchains, ports, memory and disk; say how to fix what is missing."""
+    from leaklab.doctor import run_checks
+
     checks = run_checks(repo_root())
     if as_json:
         out.print_json(json.dumps([c.__dict__ for c in checks]))

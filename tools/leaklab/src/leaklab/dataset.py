@@ -13,6 +13,7 @@ import contextlib
 import csv
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterable
@@ -97,6 +98,25 @@ def _stage_artefacts(
     cleanup.callback(shutil.rmtree, staging, ignore_errors=True)
     shutil.copytree(artefacts, staging, dirs_exist_ok=True)
     return staging
+
+
+# Absolute paths in a run's recorded commands belong to the machine that captured it;
+# shown to a learner they are noise. `readable` puts the placeholders back.
+_P = r"(?<![^\s,=@:])/[^\s,=@:]*?"  # the start of an absolute path, after a separator
+_MACHINE_PATHS = (
+    (re.compile(_P + r"/\.leaklab/build/[^/\s]+/[0-9a-f]+/out"), "{build}"),
+    (re.compile(_P + r"/\.leaklab/build/[^/\s]+/[0-9a-f]+/src"), "{src}"),
+    (re.compile(_P + r"/\.leaklab/runs/[^\s,=@:]+?/logs/[^/\s,=@:]+"), "{run_dir}"),
+    (re.compile(_P + r"/\.leaklab/tools"), "{tools}"),
+    (re.compile(_P + r"/(labs|datasets)/"), r"\1/"),
+)
+
+
+def readable(command: str) -> str:
+    """A recorded command with the capturing machine's paths replaced by placeholders."""
+    for pattern, placeholder in _MACHINE_PATHS:
+        command = pattern.sub(placeholder, command)
+    return command
 
 
 def _number(value: float) -> str:

@@ -5,15 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; never needs a display
-import matplotlib.pyplot as plt
 from rich.table import Table
 
 from leaklab.analysis import Fit, load_seconds, ratio, scale, series_fit, unit_per_min, verdict
 from leaklab.dataset import Dataset
 from leaklab.spec import Lab
+from leaklab.style import colour, series_title
 
 
 @dataclass(frozen=True)
@@ -65,7 +62,34 @@ def _ms(value: float) -> str:
     return f"{value:.3g}" if value < 1000 else f"{value:,.0f}"
 
 
-def table(lab: Lab, summaries: list[RunSummary]) -> Table:
+def table(lab: Lab, summaries: list[RunSummary], wide: bool = False) -> Table:
+    """The verdict series' slope with its interval, the verdict and the headline figures,
+    narrow enough for an 80-column terminal; `wide` adds every fitted series and count."""
+    if wide:
+        return _wide_table(lab, summaries)
+    name = lab.analysis.verdict_series
+    out = Table(
+        title=f"{lab.slug}: {series_title(name)}",
+        caption="steady-window slope; --wide: every series and count",
+    )
+    out.add_column("run")
+    out.add_column(f"slope\n{unit_per_min(name)} [95% CI]", justify="right")
+    out.add_column("verdict")
+    out.add_column("peak RSS\nMB", justify="right")
+    out.add_column("ok/s", justify="right")
+    for run in summaries:
+        fit = run.fits[name]
+        out.add_row(
+            run.name,
+            str(fit) if fit else "n/a",
+            run.verdict,
+            f"{run.peak_rss_mb:.0f}",
+            f"{run.throughput:.0f}",
+        )
+    return out
+
+
+def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:
     out = Table(title=f"{lab.slug}: slope over the steady window, 95% CI (HAC)")
     out.add_column("run")
     for s in lab.analysis.series:
@@ -100,14 +124,20 @@ def separation(lab: Lab, summaries: list[RunSummary]) -> str | None:
     b, f = broken.fits[name], fixed.fits[name]
     assert b is not None and f is not None
     apart = "do not overlap" if not b.overlaps(f) else "OVERLAP"
+    # The ratio floors a flat fixed slope at its CI half-width (analysis.ratio).
     return (
-        f"{name}: broken {b.slope:.3g} vs fixed {f.slope:.3g} {unit_per_min(name)}; "
-        f"ratio {ratio(b, f):.0f}x (fixed floored at its CI half-width); CIs {apart}"
+        f"broken {b.slope:.3g} vs fixed {f.slope:.3g} {unit_per_min(name)}: "
+        f"{ratio(b, f):.0f}x apart, CIs {apart}"
     )
 
 
 def plot(lab: Lab, runs: list[Dataset], path: Path, series: tuple[str, ...] | None = None) -> Path:
     """One panel per series, one line per run, warm-up shaded, load end marked."""
+    import matplotlib  # here, not at import: it takes seconds and most commands never plot
+
+    matplotlib.use("Agg")  # files only; never needs a display
+    import matplotlib.pyplot as plt
+
     series = series or lab.analysis.series
     fig, axes = plt.subplots(
         len(series), 1, figsize=(9, 2.8 * len(series)), sharex=True, squeeze=False
@@ -116,8 +146,14 @@ def plot(lab: Lab, runs: list[Dataset], path: Path, series: tuple[str, ...] | No
         factor, unit = scale(name)
         for ds in runs:
             data = ds.series(name)
-            ax.plot(data["t_s"], data["value"] / factor, label=ds.name, linewidth=1.4)
-        ax.set_title(name)
+            ax.plot(
+                data["t_s"],
+                data["value"] / factor,
+                label=ds.name,
+                color=colour(ds.variant),
+                linewidth=1.4,
+            )
+        ax.set_title(series_title(name), fontsize="medium")
         ax.set_ylabel(unit or "count")
         ax.axvspan(0, lab.analysis.warmup_s, color="grey", alpha=0.12, linewidth=0)
         ax.grid(alpha=0.3)

@@ -1,0 +1,125 @@
+"""The published lab is found by content: a learner's commits, a squashed template copy
+or a missing record never turn `broken` into the learner's code."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import git, publish
+
+from leaklab import base, dev, diff
+from leaklab.errors import LeakLabError
+from leaklab.spec import load_lab
+from leaklab.variants import materialise
+
+LEAK = "HELD.append(body)"
+
+
+def squashed_copy(root: Path, dest: Path) -> Path:
+    """What GitHub's "Use this template" makes: the same files, one new commit."""
+    shutil.copytree(root, dest, ignore=shutil.ignore_patterns(".git", ".leaklab"))
+    git(dest, "init", "-q")
+    git(dest, "add", ".")
+    git(dest, "commit", "-q", "-m", "Initial commit")
+    return dest
+
+
+def commit_a_fix(root: Path) -> None:
+    server = root / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text().replace(LEAK, "pass  # my fix"))
+    git(root, "commit", "-qam", "my fix")
+
+
+def test_broken_stays_published_after_a_commit_in_a_squashed_copy(
+    fake_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    student = squashed_copy(fake_repo, tmp_path / "student")
+    monkeypatch.setenv("LEAKLAB_ROOT", str(student))
+    commit_a_fix(student)
+    lab = load_lab("90", student)
+    materialise(lab, "broken", tmp_path / "broken")
+    materialise(lab, "mine", tmp_path / "mine")
+    materialise(lab, "fixed", tmp_path / "fixed")
+    assert LEAK in (tmp_path / "broken" / "server.py").read_text()
+    assert "my fix" in (tmp_path / "mine" / "server.py").read_text()
+    fixed = (tmp_path / "fixed" / "server.py").read_text()
+    assert "nothing is kept" in fixed and "my fix" not in fixed  # the solution, not stacked
+    mine = diff.learner_diff(lab)
+    assert f"-        {LEAK}" in mine.replace("\t", "        ") or f"-{LEAK}" in mine.replace(" ", "")
+    assert "+" in mine and "my fix" in mine
+
+
+def test_only_the_editable_folders_come_from_the_learner(fake_repo: Path, tmp_path: Path) -> None:
+    """A lab that lets a learner edit one folder of its service takes the rest (a fake
+    peer, a sampler) from the published lab, whatever the learner wrote there."""
+    service = fake_repo / "labs" / "90-fake" / "service"
+    (service / "client").mkdir()
+    (service / "client" / "lib.py").write_text("LIMIT = 1\n")
+    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(toml.read_text().replace('story = "test fixture"', 'story = "test fixture"\neditable = ["service/client"]'))
+    publish(fake_repo, "an editable client")
+    (service / "client" / "lib.py").write_text("LIMIT = 2\n")
+    (service / "server.py").write_text("# the learner rewrote the fake peer\n")
+    lab = load_lab("90", fake_repo)
+    materialise(lab, "mine", tmp_path / "mine")
+    assert (tmp_path / "mine" / "client" / "lib.py").read_text() == "LIMIT = 2\n"
+    assert LEAK in (tmp_path / "mine" / "server.py").read_text()
+
+
+def test_a_stale_record_is_caught_by_dev_check(fake_repo: Path) -> None:
+    assert dev._lock_problems(fake_repo) == []
+    server = fake_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text() + "# a maintainer's edit\n")
+    problems = dev._lock_problems(fake_repo)
+    assert len(problems) == 1 and "leaklab dev lock" in problems[0]
+    dev.lock(fake_repo)
+    assert dev._lock_problems(fake_repo) == []
+
+
+def run_cli(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "leaklab", *args],
+        env={**os.environ, "LEAKLAB_ROOT": str(root)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_a_missing_record_is_one_line_and_exit_2(fake_repo: Path) -> None:
+    (fake_repo / base.LOCK).unlink()
+    result = run_cli(fake_repo, "build", "90")
+    assert result.returncode == 2
+    assert "labs/base.toml is missing" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_published_tree_not_in_history_says_how_to_recover(fake_repo: Path) -> None:
+    lock = fake_repo / base.LOCK
+    entry = base.read_lock(fake_repo)["90-fake"]
+    lock.write_text(lock.read_text().replace(entry["lab"], "1" * 40))
+    with pytest.raises(LeakLabError, match="not in this repository's history") as info:
+        base.find(fake_repo, "90-fake")
+    assert "fetch-depth: 0" in str(info.value.fix)
+    result = run_cli(fake_repo, "diff", "90")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+
+
+def test_without_git_the_error_says_so(fake_repo: Path) -> None:
+    env = {**os.environ, "LEAKLAB_ROOT": str(fake_repo), "PATH": str(Path(sys.executable).parent)}
+    result = subprocess.run(
+        [sys.executable, "-m", "leaklab", "diff", "90"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "git is not installed" in result.stderr and "Traceback" not in result.stderr
