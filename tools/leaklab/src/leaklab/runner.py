@@ -14,6 +14,7 @@ ends when it exits (a non-zero exit, or no final `"done"` line, fails the run).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import shlex
@@ -23,7 +24,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -163,6 +164,21 @@ def prepare(
         values[f"{aux.name}_port"] = str(aux_port)
         values[f"{aux.name}_url"] = f"http://{LOOPBACK}:{aux_port}"
     return Setup(lab, opts, params, built, load_built, values, log)
+
+
+@contextlib.contextmanager
+def serving(
+    lab: Lab, variant: str = "broken", log: Callable[[str], None] = print
+) -> Iterator[tuple[Setup, Serving]]:
+    """A variant's aux processes and listening service, built and started as a run
+    starts them, kept up for the block (no load, no samplers): for probing a service
+    from outside, as the fuzz test does. Everything stops when the block ends."""
+    lab = lab.for_variant(variant)
+    reap_leftovers(lab.root, log)
+    with Ledger(ledger_folder(lab.root) / f"{os.getpid()}.json") as ledger:
+        setup = prepare(lab, RunOptions(variant), log, with_load=False)
+        with ProcessGroup(ledger=ledger) as group:
+            yield setup, start_serving(setup, group)
 
 
 @dataclass
