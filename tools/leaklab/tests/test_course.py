@@ -6,17 +6,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from leaklab import dataset, diff, report
+from leaklab import dataset, dev, diff, report
 from leaklab.analysis import Fit, ratio
-from leaklab.build import build_variant, run_tests
+from leaklab.build import build_tree, build_variant, run_tests
+from leaklab.errors import LeakLabError
 from leaklab.grade import grade
 from leaklab.notebooks import execute
 from leaklab.spec import lab_slugs, load_lab
+from leaklab.variants import materialise
 
 LABS = lab_slugs()
 VARIANTS = [(slug, v) for slug in LABS for v in load_lab(slug).variants]
@@ -37,11 +40,37 @@ def grading_cases() -> list[tuple[str, str, bool]]:
     return cases
 
 
+def test_the_course_agrees_with_itself() -> None:
+    """`leaklab dev check`: the published trees recorded in labs/base.toml match the
+    files, every stage's patches apply, every lab has its README, notebook, deck,
+    datasets and grading cases, and each README shows its manifest's hints."""
+    assert dev.check(load_lab(LABS[0]).root) == []
+
+
 @pytest.mark.parametrize(("slug", "variant"), VARIANTS)
 def test_variant_builds_and_passes_its_unit_tests(slug: str, variant: str) -> None:
     lab = load_lab(slug)
     built = build_variant(lab, variant, log=lambda _: None)
     assert run_tests(lab, built, built.src.parent / f"test-{variant}.log")  # they ran, and passed
+
+
+@pytest.mark.parametrize("slug", [s for s in LABS if load_lab(s).regression_tests])
+def test_the_solutions_regression_test_fails_on_broken(slug: str, tmp_path: Path) -> None:
+    """The fix ships as a real one does, with a regression test that fails without it:
+    broken with only the solution's regression tests copied in must fail them."""
+    lab = load_lab(slug)
+    materialise(lab, "fixed", tmp_path / "fixed")
+    src = tmp_path / "broken-with-test"
+    materialise(lab, "broken", src)
+    for rel in lab.regression_tests:
+        (src / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(tmp_path / "fixed" / rel, src / rel)
+    built = build_tree(lab, src, "broken + regression tests", log=lambda _: None)
+    log = built.src.parent / "regression-on-broken.log"
+    with pytest.raises(LeakLabError):
+        run_tests(lab, built, log)
+    text = log.read_text(errors="replace")
+    assert any(Path(rel).stem in text for rel in lab.regression_tests), text[-2000:]
 
 
 @pytest.mark.parametrize("slug", LABS)

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import pytest
 
+from leaklab import hints
 from leaklab.errors import LeakLabError
-from leaklab.spec import fill, lab_slugs, load_lab
+from leaklab.spec import fill, lab_slugs, load_lab, parse_lab
 
 
 def test_loads_by_number_or_slug(fake_repo: Path) -> None:
@@ -54,6 +55,47 @@ def test_unknown_placeholder_is_a_clear_error() -> None:
     assert fill("{port}/x", {"port": "80"}) == "80/x"
     with pytest.raises(LeakLabError, match=r"unknown placeholder \{prot\}"):
         fill("{prot}", {"port": "80"})
+
+
+@pytest.mark.parametrize("slug", lab_slugs())
+def test_a_misspelt_key_in_any_course_lab_names_the_key(slug: str, tmp_path: Path) -> None:
+    """A misspelt key would silently leave a default in force; it is an error instead,
+    naming the file, the key and the closest key that exists."""
+    real = load_lab(slug).lab_dir / "lab.toml"
+    copy = tmp_path / "labs" / slug / "lab.toml"
+    copy.parent.mkdir(parents=True)
+    for old, new, bad, near in (
+        ("flat_below =", "flat_bellow =", "flat_bellow", "flat_below"),
+        ("[service]", "[service]\nmax_sec = 5", "max_sec", "max_s"),
+    ):
+        copy.write_text(real.read_text().replace(old, new, 1))
+        with pytest.raises(LeakLabError, match=f"unknown key '{bad}'") as info:
+            parse_lab(copy, tmp_path)
+        assert str(copy) in info.value.what and near in str(info.value.fix)
+
+
+def test_hints_come_one_at_a_time(fake_repo: Path) -> None:
+    _rewrite(
+        fake_repo, 'story = "test fixture"', 'story = "test fixture"\nhints = ["look", "closer"]'
+    )
+    lab = load_lab("90", fake_repo)
+    first, second, again = hints.show(lab), hints.show(lab), hints.show(lab)
+    assert (first.number, first.text, second.text, again.number) == (1, "look", "closer", 2)
+    assert "hint 2" in first.next_step and "last hint" in second.next_step
+    with pytest.raises(LeakLabError, match="hints 1 to 2, not 3"):
+        hints.show(lab, 3)
+
+
+def test_the_readme_shows_the_manifests_hints_word_for_word(fake_repo: Path) -> None:
+    _rewrite(
+        fake_repo, 'story = "test fixture"', 'story = "test fixture"\nhints = ["look", "closer"]'
+    )
+    readme = fake_repo / "labs" / "90-fake" / "README.md"
+    block = "<details>\n<summary>Hint {k}</summary>\n\n{text}\n</details>\n"
+    readme.write_text(block.format(k=1, text="look") + block.format(k=2, text="closer"))
+    assert hints.problems(load_lab("90", fake_repo)) == []
+    readme.write_text(block.format(k=1, text="look") + block.format(k=2, text="further"))
+    assert hints.problems(load_lab("90", fake_repo))
 
 
 def test_the_course_labs_parse() -> None:

@@ -88,6 +88,16 @@ def build_variant(lab: Lab, variant: str, log: Callable[[str], None] = print) ->
         return _build_tree(lab, src, lab.build.commands, f"{lab.slug} {variant}", log)
 
 
+def build_tree(lab: Lab, src: Path, what: str, log: Callable[[str], None] = print) -> Built:
+    """Build a source tree made by hand (e.g. broken with the solution's regression test
+    copied in): it is moved into the cache like a variant's."""
+    ensure_toolchain(lab, log)
+    with tempfile.TemporaryDirectory(dir=_build_root(lab)) as tmp:
+        staged = Path(tmp) / "src"  # the cache renames it in: same file system
+        shutil.copytree(src, staged)
+        return _build_tree(lab, staged, lab.build.commands, f"{lab.slug} {what}", log)
+
+
 def build_load(lab: Lab, log: Callable[[str], None] = print) -> Built:
     """Build the lab's load program from `labs/NN/load` (not a variant: it never changes)."""
     ensure_toolchain(lab, log)

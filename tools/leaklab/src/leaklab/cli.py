@@ -328,6 +328,22 @@ def doctor(
         raise typer.Exit(1)
 
 
+@app.command()
+def hint(
+    lab: LabArg,
+    number: Annotated[
+        int | None, typer.Argument(help="which hint (default: the next one you have not seen)")
+    ] = None,
+) -> None:
+    """One hint at a time for a lab's exercise, from its lab.toml."""
+    from leaklab import hints
+
+    spec = load_lab(lab)
+    shown = hints.show(spec, number)
+    out.print(f"[bold]hint {shown.number} of {shown.total}[/bold]: {shown.text}", highlight=False)
+    out.print(shown.next_step, highlight=False)
+
+
 dev_app = typer.Typer(help="Maintainers: keep the course consistent.", no_args_is_help=True)
 app.add_typer(dev_app, name="dev")
 

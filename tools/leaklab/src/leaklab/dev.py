@@ -11,7 +11,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from leaklab import base
+from leaklab import base, hints
 from leaklab.errors import LeakLabError
 from leaklab.spec import Lab, lab_slugs, load_lab
 from leaklab.variants import materialise
@@ -32,6 +32,7 @@ def check(root: Path) -> list[str]:
             continue
         problems += _stage_problems(lab)
         problems += _file_problems(lab)
+        problems += hints.problems(lab)
     return problems
 
 

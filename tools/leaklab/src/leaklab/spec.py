@@ -7,6 +7,7 @@ and a few generic sampler kinds.
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 import tomllib
@@ -201,6 +202,11 @@ class Lab:
     # it. A grade takes only these from the learner's tree; the rest of the service (a
     # fake peer, a metrics module) and everything else comes from the published lab.
     editable: tuple[str, ...] = ("service",)
+    # The exercise's hint ladder, in order (`leaklab hint NN`); the README shows the same.
+    hints: tuple[str, ...] = ()
+    # The solution's regression tests (paths inside service/), added by its last patch:
+    # the course checks they fail on broken and pass on fixed.
+    regression_tests: tuple[str, ...] = ()
     # Where the lab's own files (lab.toml, load/, service/, solutions/, datasets/) are
     # read from: the repository (`root`), or a copy of the published lab that a grade
     # reads instead. `root` stays the repository: builds, runs and the learner's tree.
@@ -268,6 +274,63 @@ def fill(template: str, values: dict[str, str]) -> str:
         return values[name]
 
     return PLACEHOLDER.sub(one, template)
+
+
+# Every key a lab.toml may have, by table; `*` marks a table whose keys are free (a map
+# of names: params, series, versions, env). A key not listed is a mistake, and a silent
+# one if nothing rejects it: a misspelt `flat_bellow` would leave the default in force.
+_READY = {"http": None, "tcp": None, "timeout_s": None}
+_BUILD = {"commands": None, "test": None, "env": "*"}
+_SCHEMA: dict[str, object] = {
+    "lab": {
+        **dict.fromkeys(("slug", "title", "runtime", "seed", "story", "editable", "hints")),
+        "versions": "*",
+    },
+    "variants": dict.fromkeys(("patches", "stage_names", "regression_tests")),
+    "build": _BUILD,
+    "service": {"command": None, "env": "*", "ready": _READY, "max_s": None},
+    "load": {"build": None, "command": None, "params": "*", "grace_s": None, "env": "*"},
+    "params": "*",
+    "run": dict.fromkeys(("sample_interval_s", "pre_load_s", "idle_s")),
+    "samplers": dict.fromkeys(("kind", "path", "interval_s", "series", "time_field")),
+    "snapshots": {**dict.fromkeys(("name", "http", "command", "timeout_s")), "env": "*"},
+    "aux": {"name": None, "command": None, "env": "*", "ready": _READY},
+    "implementations": {
+        "name": None,
+        "folder": None,
+        "build": _BUILD,
+        "service": {"command": None, "env": "*", "ready": _READY},
+        "snapshots": {**dict.fromkeys(("name", "http", "command", "timeout_s")), "env": "*"},
+    },
+    "analysis": dict.fromkeys(
+        ("warmup_s", "series", "verdict_series", "grows_above", "flat_below")
+    ),
+    "bench": dict.fromkeys(("command", "compare")),
+    "grade": {
+        "hint": None,
+        "duration_s": None,
+        "checks": dict.fromkeys(("name", "measure", "at_least", "at_most", "of")),
+    },
+}
+
+
+def check_keys(data: dict[str, Any], schema: dict[str, object], where: str, source: Path) -> None:
+    """Reject any key the schema does not know, naming the closest one it does."""
+    for key, value in data.items():
+        if key not in schema:
+            near = difflib.get_close_matches(key, list(schema), n=1)
+            table = f"[{where}] " if where else ""
+            raise LeakLabError(
+                f"{source}: {table}has an unknown key {key!r}",
+                f"did you mean {near[0]!r}?" if near else f"known keys: {', '.join(schema)}",
+            )
+        sub = schema[key]
+        inner = f"{where}.{key}" if where else key
+        if isinstance(sub, dict):
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                if isinstance(item, dict):
+                    check_keys(item, sub, inner, source)
 
 
 class _Table:
@@ -387,6 +450,7 @@ def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
         raise LeakLabError(f"{path} does not exist", "run from a Leak Lab checkout") from None
     except tomllib.TOMLDecodeError as exc:
         raise LeakLabError(f"{path} is not valid TOML: {exc}", "fix the syntax") from None
+    check_keys(raw, _SCHEMA, "", path)
     top = _Table(raw, "", path)
     lab = top.table("lab")
     slug = lab.text("slug")
@@ -491,6 +555,8 @@ def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
         implementations=implementations,
         editable=editable,
         source=source,
+        hints=lab.strs("hints", []),
+        regression_tests=variants.strs("regression_tests", []),
     )
 
 
