@@ -28,6 +28,7 @@ CRASH_AT_START = (FAKELAB / "crash-at-start.patch").read_text()
 GRADE_TABLE = """
 [grade]
 hint = "look at what the handler keeps"
+rss_grows_above = 50
 
 [[grade.checks]]
 name = "answers as many requests as the solution"
@@ -111,6 +112,55 @@ def test_changes_outside_the_service_are_ignored_committed_or_not(graded_repo: P
     ]
     assert (result.passed, result.stage, result.verdict) == (False, "verdict", "grows")
     assert result.thresholds["flat_below"] == 1.0
+
+
+def test_a_metric_that_hides_the_leak_fails_the_rss_cross_check(graded_repo: Path) -> None:
+    """The verdict series comes from the service; the harness measures RSS itself. A
+    fix that keeps the leak but stops counting it reads flat, and is caught."""
+    server = graded_repo / "labs" / "90-fake" / "service" / "server.py"
+    text = server.read_text().replace("HELD.append(body)", "HIDDEN.append(body)")
+    server.write_text(text.replace("HELD: list[bytes] = []", "HELD: list[bytes] = []\nHIDDEN = []"))
+    result = grade(load_lab("90", graded_repo), "mine", log=quiet)
+    assert (result.passed, result.verdict, result.stage) == (False, "flat", "cross-check")
+    assert "RSS" in result.reason and "disagree" in result.reason
+
+
+def test_weakened_tests_cannot_pass_the_test_gate(graded_repo: Path) -> None:
+    """The grade runs the solution's version of the course's tests, not the learner's."""
+    service = graded_repo / "labs" / "90-fake" / "service"
+    (service / "test_server.py").write_text("import server\nassert isinstance(server.HELD, list)\n")
+    toml = graded_repo / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(
+        toml.read_text()
+        .replace(
+            'test = [["python3", "-c", "import server"]]', 'test = [["python3", "test_server.py"]]'
+        )
+        .replace(
+            'story = "test fixture"', 'story = "test fixture"\ncourse_tests = ["service/test_*.py"]'
+        )
+    )
+    publish(graded_repo, "a course test")
+    server = service / "server.py"
+    server.write_text(
+        server.read_text()
+        .replace("HELD: list[bytes] = []", "")
+        .replace("HELD.append(body)", "pass")
+    )
+    (service / "test_server.py").write_text("# weakened: nothing to check\n")
+    result = grade(load_lab("90", graded_repo), "mine", log=quiet)
+    assert (result.passed, result.stage) == (False, "tests"), result.reason
+    assert "course's unit tests fail" in result.reason and "\x1b[" not in result.reason
+
+
+def test_a_reference_of_zero_is_unusable_not_a_pass() -> None:
+    def run(ok: int) -> Dataset:
+        frame = pd.DataFrame({"t_s": [0.0], "series": ["x"], "value": [1.0]})
+        return Dataset("r", frame, {"load_result": {"ok": ok, "sent": 10}})
+
+    check = Check("answers", "load.ok", "at_least", 0.9, "solution")
+    result = evaluate(check, run(0), run(0))
+    assert not result.passed and "unusable" in result.detail
+    assert evaluate(check, run(10), run(10)).passed
 
 
 def test_a_tree_that_breaks_the_unit_tests_fails(graded_repo: Path) -> None:

@@ -78,13 +78,16 @@ def ensure_toolchain(lab: Lab, log: Callable[[str], None] = print) -> None:
         )
 
 
-def build_variant(lab: Lab, variant: str, log: Callable[[str], None] = print) -> Built:
-    """Materialise and build one variant of the lab's service (cached by content)."""
+def build_variant(
+    lab: Lab, variant: str, log: Callable[[str], None] = print, course_tests: bool = False
+) -> Built:
+    """Materialise and build one variant of the lab's service (cached by content);
+    `course_tests` puts the solution's tests in a learner's tree (a grade)."""
     ensure_toolchain(lab, log)
     lab = lab.for_variant(variant)
     with tempfile.TemporaryDirectory(dir=_build_root(lab)) as tmp:
         src = Path(tmp) / "src"
-        materialise(lab, variant, src)
+        materialise(lab, variant, src, course_tests=course_tests)
         return _build_tree(lab, src, lab.build.commands, f"{lab.slug} {variant}", log)
 
 

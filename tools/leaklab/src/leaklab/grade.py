@@ -31,15 +31,16 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tempfile
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from leaklab import base, dataset, report
-from leaklab.analysis import Fit, load_seconds, steady_window
+from leaklab.analysis import Fit, load_seconds, series_fit, steady_window
 from leaklab.build import build_variant, run_tests
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
@@ -67,6 +68,9 @@ class GradeSpec:
     hint: str
     checks: tuple[Check, ...]
     duration_s: float | None  # shorter than the standard run, same rate and mix
+    # MB/min: a flat verdict fails when the harness's own RSS slope has its lower bound
+    # above this (the verdict series and the process disagree).
+    rss_grows_above: float | None = None
 
 
 @dataclass
@@ -138,7 +142,15 @@ def load_spec(lab: Lab) -> GradeSpec:
     duration = raw.get("duration_s")
     if duration is not None and (not isinstance(duration, int | float) or duration <= 0):
         raise LeakLabError(f"{lab.slug}: [grade] duration_s must be a positive number")
-    return GradeSpec(str(raw.get("hint", "")), tuple(checks), float(duration) if duration else None)
+    rss = raw.get("rss_grows_above")
+    if rss is not None and (not isinstance(rss, int | float) or rss <= 0):
+        raise LeakLabError(f"{lab.slug}: [grade] rss_grows_above must be a positive number")
+    return GradeSpec(
+        str(raw.get("hint", "")),
+        tuple(checks),
+        float(duration) if duration else None,
+        float(rss) if rss is not None else None,
+    )
 
 
 def measure(ds: dataset.Dataset, name: str, warmup_s: float = 0.0) -> float | None:
@@ -175,6 +187,11 @@ def evaluate(
     if got is None or base is None:
         missing = check.measure if got is None else f"{check.of} ({source})"
         return CheckResult(check.name, False, got, None, f"{missing} was not measured")
+    if base <= 0:
+        # A multiple of zero is zero: `at_least 0.9 x 0` holds for a service that did
+        # nothing at all. A reference that is zero cannot judge anything.
+        detail = f"the reference {check.of} ({source}) is {base:g}: unusable as a reference"
+        return CheckResult(check.name, False, got, None, detail)
     limit = check.factor * base
     ok = got >= limit if check.bound == "at_least" else got <= limit
     sign = ">=" if check.bound == "at_least" else "<="
@@ -238,6 +255,10 @@ def grade(
     lab = published_lab(lab)
     spec = load_spec(lab)
     result = GradeResult(lab.slug, variant, hint=spec.hint)
+    result.thresholds = {
+        "flat_below": lab.analysis.flat_below,
+        "grows_above": lab.analysis.grows_above,
+    }
     try:
         result.ignored = ignored_changes(lab, variant)
     except LeakLabError as exc:
@@ -247,11 +268,19 @@ def grade(
             "ignored (outside what this lab lets you edit; the published version is used): "
             + ", ".join(result.ignored)
         )
-    result.thresholds = {
-        "flat_below": lab.analysis.flat_below,
-        "grows_above": lab.analysis.grows_above,
-    }
     refs = reference(lab)
+    _describe_references(lab, spec, refs, result)
+    if failure := _build_and_test(lab, variant, result, log):
+        return failure
+    mine = _measure(lab, spec, variant, result, retries, log)
+    if mine is None:
+        return result
+    return _judge(lab, spec, mine, refs.get("fixed"), result)
+
+
+def _describe_references(
+    lab: Lab, spec: GradeSpec, refs: dict[str, dataset.Dataset], result: GradeResult
+) -> None:
     for name, ds in refs.items():
         fit = report.summarise(lab, ds).fits[lab.analysis.verdict_series]
         result.reference[name] = {"slope": _num(fit.slope if fit else None)}
@@ -260,8 +289,13 @@ def grade(
                 ds, check.measure, lab.analysis.warmup_s
             )
 
+
+def _build_and_test(
+    lab: Lab, variant: str, result: GradeResult, log: Callable[[str], None]
+) -> GradeResult | None:
+    """Build the learner's tree with the course's tests in it, and run them."""
     try:
-        built = build_variant(lab, variant, log)
+        built = build_variant(lab, variant, log, course_tests=True)
     except LeakLabError as exc:
         return _fail(result, "build", f"the service does not build: {exc.what}")
     result.stage = "tests"
@@ -270,52 +304,90 @@ def grade(
         if not run_tests(lab, built, test_log, timeout_s=TEST_TIMEOUT_S, reuse_pass=True):
             log(f"unit tests: already passed on this exact tree (build {built.key})")
     except LeakLabError as exc:
-        return _fail(result, "tests", f"the lab's unit tests fail: {exc.what}")
+        return _fail(result, "tests", f"the course's unit tests fail: {plain(exc.what)}")
+    return None
 
-    dest = work_dir(lab.root) / "grades" / lab.slug
-    mine: dataset.Dataset | None = None
+
+def _measure(
+    lab: Lab,
+    spec: GradeSpec,
+    variant: str,
+    result: GradeResult,
+    retries: int,
+    log: Callable[[str], None],
+) -> dataset.Dataset | None:
+    """Run under the standard load; an unclear verdict is measured once more."""
+    params = {"duration": f"{spec.duration_s:g}"} if spec.duration_s else None
+    # No idle phase and no snapshots: the verdict window is the load phase, and the
+    # checks read the series and the load's counts. (`leaklab run` keeps both.)
+    opts = RunOptions(variant, params, idle_s=0.0, snapshots=False, name="graded")
+    opts = replace(opts, dest=work_dir(lab.root) / "grades" / lab.slug)
+    mine = None
     for attempt in range(1 + retries):
         result.attempts = attempt + 1
         try:
-            params = {"duration": f"{spec.duration_s:g}"} if spec.duration_s else None
-            # No idle phase and no snapshots: the verdict window is the load phase, and
-            # the checks read the series and the load's counts. (`leaklab run` keeps both.)
-            opts = RunOptions(
-                variant, params, idle_s=0.0, snapshots=False, dest=dest, name="graded"
-            )
             ran = run(lab, opts, log=log)
         except LeakLabError as exc:
-            return _fail(result, "run", f"the service did not run under load: {exc.what}")
-        mine = ran.data
-        result.dataset = str(ran.csv)
+            _fail(result, "run", f"the service did not run under load: {exc.what}")
+            return None
+        mine, result.dataset = ran.data, str(ran.csv)
         summary = report.summarise(lab, mine)
         result.verdict = summary.verdict
-        fit = summary.fits[lab.analysis.verdict_series]
-        result.slope = _fit(fit)
+        result.slope = _fit(summary.fits[lab.analysis.verdict_series])
         if summary.verdict != "unclear":
             break
-        log(f"verdict unclear ({fit}); measuring once more")
+        if attempt < retries:
+            log(f"verdict unclear ({summary.fits[lab.analysis.verdict_series]}); measuring again")
     assert mine is not None
     result.versions = {k: str(v) for k, v in mine.meta.get("versions", {}).items()}
+    return mine
 
-    unit = report.unit_per_min(lab.analysis.verdict_series)
+
+def _judge(
+    lab: Lab,
+    spec: GradeSpec,
+    mine: dataset.Dataset,
+    solution: dataset.Dataset | None,
+    result: GradeResult,
+) -> GradeResult:
+    """The verdict, the checks (always evaluated, so a failed verdict still shows every
+    figure) and the cross-check of the verdict series against the process's RSS."""
+    name = lab.analysis.verdict_series
+    unit = report.unit_per_min(name)
+    fit = series_fit(mine, name, lab.analysis.warmup_s)
+    result.checks = [evaluate(c, mine, solution, lab.analysis.warmup_s) for c in spec.checks]
     if result.verdict != "flat":
         return _fail(
             result,
             "verdict",
-            f"{lab.analysis.verdict_series} is {result.verdict}: slope "
-            f"{fit} {unit}, needs the upper bound below {lab.analysis.flat_below:g}",
+            f"{name} is {result.verdict}: slope {fit} {unit}, "
+            f"needs the upper bound below {lab.analysis.flat_below:g}",
         )
+    if spec.rss_grows_above is not None:
+        rss = series_fit(mine, "rss_bytes", lab.analysis.warmup_s)
+        if rss is not None and rss.low > spec.rss_grows_above:
+            return _fail(
+                result,
+                "cross-check",
+                f"{name} reads flat ({fit} {unit}) but the process's RSS, measured by the "
+                f"harness, grows: {rss} MB/min, lower bound above {spec.rss_grows_above:g}; "
+                f"the two series disagree",
+            )
     result.stage = "checks"
-    result.checks = [
-        evaluate(c, mine, refs.get("fixed"), lab.analysis.warmup_s) for c in spec.checks
-    ]
     failed = [c for c in result.checks if not c.passed]
     if failed:
         return _fail(result, "checks", "; ".join(f"{c.name}: {c.detail}" for c in failed))
     result.passed = True
-    result.reason = f"{lab.analysis.verdict_series} is flat ({fit} {unit}) and every check holds"
+    result.reason = f"{name} is flat ({fit} {unit}) and every check holds"
     return result
+
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def plain(text: str) -> str:
+    """A tool's output without its terminal colour codes."""
+    return ANSI.sub("", text)
 
 
 def _fail(result: GradeResult, stage: str, reason: str) -> GradeResult:

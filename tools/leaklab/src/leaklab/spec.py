@@ -19,6 +19,14 @@ from leaklab.errors import LeakLabError
 from leaklab.paths import repo_root
 
 SAMPLER_KINDS = ("http_json", "jsonl_file")
+# Where each toolchain keeps its tests, inside the lab folder: the default of
+# `[lab] course_tests` (a lab names its own when its layout differs).
+COURSE_TESTS: dict[str, tuple[str, ...]] = {
+    "go": ("service/**/*_test.go",),
+    "rust": ("service/*/tests/**",),
+    "elixir": ("service/test/**",),
+    "jvm": ("service/src/test/**",),
+}
 PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
 # An argv element that is exactly `{*name}` becomes several: the value, its own
 # placeholders filled, split like a shell would (`workload = "--mode burst --messages 100"`).
@@ -202,6 +210,12 @@ class Lab:
     # it. A grade takes only these from the learner's tree; the rest of the service (a
     # fake peer, a metrics module) and everything else comes from the published lab.
     editable: tuple[str, ...] = ("service",)
+    # Files inside the editable folders that measure the service (a metrics module, an
+    # introspection probe): a grade always takes them from the published lab.
+    fixtures: tuple[str, ...] = ()
+    # Globs (inside the lab folder) of the course's own tests: a grade runs the solution's
+    # versions of them (its regression test among them) against the learner's code.
+    course_tests: tuple[str, ...] = ()
     # The exercise's hint ladder, in order (`leaklab hint NN`); the README shows the same.
     hints: tuple[str, ...] = ()
     # The solution's regression tests (paths inside service/), added by its last patch:
@@ -283,7 +297,8 @@ _READY = {"http": None, "tcp": None, "timeout_s": None}
 _BUILD = {"commands": None, "test": None, "env": "*"}
 _SCHEMA: dict[str, object] = {
     "lab": {
-        **dict.fromkeys(("slug", "title", "runtime", "seed", "story", "editable", "hints")),
+        **dict.fromkeys(("slug", "title", "runtime", "seed", "story", "editable")),
+        **dict.fromkeys(("hints", "fixtures", "course_tests")),
         "versions": "*",
     },
     "variants": dict.fromkeys(("patches", "stage_names", "regression_tests")),
@@ -309,6 +324,7 @@ _SCHEMA: dict[str, object] = {
     "grade": {
         "hint": None,
         "duration_s": None,
+        "rss_grows_above": None,
         "checks": dict.fromkeys(("name", "measure", "at_least", "at_most", "of")),
     },
 }
@@ -556,8 +572,17 @@ def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
         editable=editable,
         source=source,
         hints=lab.strs("hints", []),
+        fixtures=_inside(lab, "fixtures", lab.strs("fixtures", [])),
+        course_tests=lab.strs("course_tests", list(COURSE_TESTS.get(lab.text("runtime"), ()))),
         regression_tests=variants.strs("regression_tests", []),
     )
+
+
+def _inside(lab: _Table, key: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+    for item in paths:
+        if not item.startswith("service/") or ".." in item.split("/"):
+            raise lab._err(key, f"has {item!r}; name a file inside service/")
+    return paths
 
 
 def _snapshots(owner: _Table, has_load: bool) -> tuple[Snapshot, ...]:

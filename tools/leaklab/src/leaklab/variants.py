@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from leaklab import base
@@ -57,12 +58,16 @@ def patches_for(lab: Lab, variant: str) -> list[Path]:
     return [lab.solution_dir / name for name in lab.patches[:k]]
 
 
-def materialise(lab: Lab, variant: str, dest: Path) -> None:
-    """Write the variant's service source tree into `dest` (which must not exist)."""
+def materialise(lab: Lab, variant: str, dest: Path, course_tests: bool = False) -> None:
+    """Write the variant's service source tree into `dest` (which must not exist).
+
+    With `course_tests` (a grade), a learner's tree gets the solution's versions of the
+    course's tests in place of its own, so weakening a test cannot pass a grade."""
     patches = patches_for(lab, variant)
     published = base.find(lab.root, lab.slug)
     impl = lab.implementation(variant)
     published.export("lab", impl.folder if impl else SERVICE, dest)
+    learner = variant == "mine" or variant.startswith(PATCH_PREFIX)
     if variant == "mine":
         take_editable(lab, lab.learner_lab_dir / SERVICE, dest)
     elif variant.startswith(PATCH_PREFIX):
@@ -79,6 +84,42 @@ def materialise(lab: Lab, variant: str, dest: Path) -> None:
     else:
         for patch in patches:
             apply_patch(patch, dest)
+    if learner:
+        _restore_fixtures(lab, published, dest)
+        if course_tests:
+            _take_course_tests(lab, dest)
+
+
+def _restore_fixtures(lab: Lab, published: base.Base, dest: Path) -> None:
+    """The measuring files inside the editable folders, as published."""
+    if not lab.fixtures:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        service = Path(tmp) / SERVICE
+        published.export("lab", SERVICE, service)
+        for rel in lab.fixtures:
+            inside = rel.removeprefix(SERVICE + "/")
+            (dest / inside).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(service / inside, dest / inside)
+
+
+def _take_course_tests(lab: Lab, dest: Path) -> None:
+    """Replace every file matching `course_tests` with the solution's (fixed) version."""
+    patterns = [g.removeprefix(SERVICE + "/") for g in lab.course_tests]
+    with tempfile.TemporaryDirectory() as tmp:
+        fixed = Path(tmp) / "fixed"
+        materialise(lab, "fixed", fixed)
+        for tree, delete in ((dest, True), (fixed, False)):
+            for pattern in patterns:
+                for path in sorted(tree.glob(pattern)):
+                    if not path.is_file():
+                        continue
+                    if delete:
+                        path.unlink()
+                    else:
+                        target = dest / path.relative_to(fixed)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        shutil.copy2(path, target)
 
 
 def editable_parts(lab: Lab) -> list[str]:
