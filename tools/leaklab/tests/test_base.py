@@ -123,3 +123,44 @@ def test_without_git_the_error_says_so(fake_repo: Path) -> None:
     )
     assert result.returncode == 2, result.stderr
     assert "git is not installed" in result.stderr and "Traceback" not in result.stderr
+
+
+REGRESSION_PATCH = """diff --git a/test_regression.py b/test_regression.py
+new file mode 100644
+--- /dev/null
++++ b/test_regression.py
+@@ -0,0 +1 @@
++assert "HELD.append" not in open("server.py").read()
+"""
+
+
+def test_a_grade_tree_has_the_published_tests_and_the_solutions_regression_test(
+    fake_repo: Path, tmp_path: Path
+) -> None:
+    solution = fake_repo / "solutions" / "90-fake"
+    (solution / "02-regression-test.patch").write_text(REGRESSION_PATCH)
+    (fake_repo / "labs" / "90-fake" / "service" / "test_server.py").write_text("# published\n")
+    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(
+        toml.read_text()
+        .replace(
+            'patches = ["01-forget.patch"]',
+            'patches = ["01-forget.patch", "02-regression-test.patch"]\n'
+            'regression_tests = ["test_regression.py"]',
+        )
+        .replace(
+            'story = "test fixture"', 'story = "test fixture"\ncourse_tests = ["service/test_*.py"]'
+        )
+    )
+    publish(fake_repo, "a regression test")
+    service = fake_repo / "labs" / "90-fake" / "service"
+    (service / "test_server.py").write_text("# weakened by the learner\n")
+    (service / "test_mine.py").write_text("# the learner's own test\n")
+    lab = load_lab("90", fake_repo)
+    materialise(lab, "mine", tmp_path / "graded", course_tests=True)
+    materialise(lab, "mine", tmp_path / "theirs")
+    graded = tmp_path / "graded"
+    assert (graded / "test_server.py").read_text() == "# published\n"
+    assert not (graded / "test_mine.py").exists()
+    assert "HELD.append" in (graded / "test_regression.py").read_text()
+    assert (tmp_path / "theirs" / "test_server.py").read_text() == "# weakened by the learner\n"

@@ -126,7 +126,7 @@ def test_a_metric_that_hides_the_leak_fails_the_rss_cross_check(graded_repo: Pat
 
 
 def test_weakened_tests_cannot_pass_the_test_gate(graded_repo: Path) -> None:
-    """The grade runs the solution's version of the course's tests, not the learner's."""
+    """The grade runs the course's tests as published, not the learner's."""
     service = graded_repo / "labs" / "90-fake" / "service"
     (service / "test_server.py").write_text("import server\nassert isinstance(server.HELD, list)\n")
     toml = graded_repo / "labs" / "90-fake" / "lab.toml"

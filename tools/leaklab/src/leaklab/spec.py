@@ -213,8 +213,8 @@ class Lab:
     # Files inside the editable folders that measure the service (a metrics module, an
     # introspection probe): a grade always takes them from the published lab.
     fixtures: tuple[str, ...] = ()
-    # Globs (inside the lab folder) of the course's own tests: a grade runs the solution's
-    # versions of them (its regression test among them) against the learner's code.
+    # Globs (inside the lab folder) of the course's own tests: a grade runs them as
+    # published, plus the solution's regression tests, against the learner's code.
     course_tests: tuple[str, ...] = ()
     # The exercise's hint ladder, in order (`leaklab hint NN`); the README shows the same.
     hints: tuple[str, ...] = ()

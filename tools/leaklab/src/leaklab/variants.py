@@ -61,8 +61,8 @@ def patches_for(lab: Lab, variant: str) -> list[Path]:
 def materialise(lab: Lab, variant: str, dest: Path, course_tests: bool = False) -> None:
     """Write the variant's service source tree into `dest` (which must not exist).
 
-    With `course_tests` (a grade), a learner's tree gets the solution's versions of the
-    course's tests in place of its own, so weakening a test cannot pass a grade."""
+    With `course_tests` (a grade), a learner's tree gets the course's tests in place of
+    its own, so weakening a test cannot pass a grade."""
     patches = patches_for(lab, variant)
     published = base.find(lab.root, lab.slug)
     impl = lab.implementation(variant)
@@ -87,7 +87,7 @@ def materialise(lab: Lab, variant: str, dest: Path, course_tests: bool = False) 
     if learner:
         _restore_fixtures(lab, published, dest)
         if course_tests:
-            _take_course_tests(lab, dest)
+            _take_course_tests(lab, published, dest)
 
 
 def _restore_fixtures(lab: Lab, published: base.Base, dest: Path) -> None:
@@ -103,23 +103,31 @@ def _restore_fixtures(lab: Lab, published: base.Base, dest: Path) -> None:
             shutil.copy2(service / inside, dest / inside)
 
 
-def _take_course_tests(lab: Lab, dest: Path) -> None:
-    """Replace every file matching `course_tests` with the solution's (fixed) version."""
+def _take_course_tests(lab: Lab, published: base.Base, dest: Path) -> None:
+    """The course's tests in place of the learner's: every file matching `course_tests`
+    as published, plus the solution's regression tests (written against the published
+    API, so any valid fix passes them; the solution's other tests may test its own
+    internals, and are not the course's)."""
     patterns = [g.removeprefix(SERVICE + "/") for g in lab.course_tests]
     with tempfile.TemporaryDirectory() as tmp:
-        fixed = Path(tmp) / "fixed"
-        materialise(lab, "fixed", fixed)
-        for tree, delete in ((dest, True), (fixed, False)):
-            for pattern in patterns:
-                for path in sorted(tree.glob(pattern)):
-                    if not path.is_file():
-                        continue
-                    if delete:
-                        path.unlink()
-                    else:
-                        target = dest / path.relative_to(fixed)
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        shutil.copy2(path, target)
+        service, fixed = Path(tmp) / SERVICE, Path(tmp) / "fixed"
+        published.export("lab", SERVICE, service)
+        if lab.regression_tests:
+            materialise(lab, "fixed", fixed)
+        for pattern in patterns:
+            for path in dest.glob(pattern):
+                if path.is_file():
+                    path.unlink()
+            for path in service.glob(pattern):
+                if path.is_file():
+                    _copy(path, dest / path.relative_to(service))
+        for rel in lab.regression_tests:
+            _copy(fixed / rel, dest / rel)
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
 
 
 def editable_parts(lab: Lab) -> list[str]:
