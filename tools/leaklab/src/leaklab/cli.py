@@ -131,7 +131,7 @@ def test(lab: LabArg, variant: VariantOpt = "broken") -> None:
 
     spec = load_lab(lab)
     built = build_variant(spec, variant, log=lambda s: err.print(s, highlight=False))
-    log = built.src.parent / f"test-{variant}.log"
+    log = built.src.parent / f"test-{dataset_name(variant)}.log"
     run_tests(spec.for_variant(variant), built, log)
     out.print(f"{spec.slug} {variant}: unit tests pass (log: {log})")
 

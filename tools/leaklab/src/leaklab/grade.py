@@ -46,7 +46,7 @@ from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.runner import RunOptions, run
 from leaklab.spec import Lab, parse_lab
-from leaklab.variants import PATCH_PREFIX, materialise, outside_editable
+from leaklab.variants import PATCH_PREFIX, dataset_name, materialise, outside_editable
 
 MEASURE_KINDS = ("load", "last", "peak", "median")
 BOUNDS = ("at_least", "at_most")
@@ -228,6 +228,8 @@ def ignored_changes(published: Lab, variant: str) -> list[str]:
 
 
 def _is_editable(lab: Lab, path: str) -> bool:
+    if path in lab.fixtures:
+        return False
     return any(path == e or path.startswith(e + "/") for e in lab.editable)
 
 
@@ -299,7 +301,7 @@ def _build_and_test(
     except LeakLabError as exc:
         return _fail(result, "build", f"the service does not build: {exc.what}")
     result.stage = "tests"
-    test_log = built.src.parent / f"grade-test-{variant.replace('/', '_')}.log"
+    test_log = built.src.parent / f"grade-test-{dataset_name(variant)}.log"
     try:
         if not run_tests(lab, built, test_log, timeout_s=TEST_TIMEOUT_S, reuse_pass=True):
             log(f"unit tests: already passed on this exact tree (build {built.key})")

@@ -155,7 +155,8 @@ def outside_editable(lab: Lab, candidate: Path, dest: Path) -> list[str]:
     return [
         f"{SERVICE}/{path}"
         for path in changed
-        if not any(part == "" or path == part or path.startswith(part + "/") for part in parts)
+        if f"{SERVICE}/{path}" in lab.fixtures
+        or not any(part == "" or path == part or path.startswith(part + "/") for part in parts)
     ]
 
 
