@@ -6,8 +6,8 @@ ThisBuild / organization := "dev.leaklab"
 val pekkoVersion = "1.2.1"
 val pekkoHttpVersion = "1.3.0"
 
-// `stageArgs <file>` writes a java @argfile (`-cp <runtime classpath>`), so a run
-// starts the service with plain `java @file leaklab.mergehub.Main` and never waits on sbt.
+// `stageArgs <file>` writes a java @argfile (`-cp <runtime classpath>`), so a run starts
+// the service with plain `java @file leaklab.mergehub.locationService` and never waits on sbt.
 val stageArgs = inputKey[Unit]("write a java @argfile with the runtime classpath")
 
 lazy val root = (project in file("."))
@@ -26,7 +26,11 @@ lazy val root = (project in file("."))
       "org.scalatest" %% "scalatest" % "3.2.19" % Test
     ),
     scalacOptions ++= Seq("-deprecation", "-feature", "-Werror"),
-    // Tests share one JVM with sbt: no fork start-up cost per invocation.
+    // The entry point is Main.scala's `@main def locationService`, the class lab.toml starts.
+    Compile / mainClass := Some("leaklab.mergehub.locationService"),
+    // Test classes run one after another, each with its own actor system: on two cores,
+    // running them in parallel only adds contention. (They run inside sbt's own JVM
+    // because `Test / fork` is false by default; that is a separate setting.)
     Test / parallelExecution := false,
     stageArgs := {
       val target = complete.DefaultParsers.spaceDelimited("<file>").parsed.headOption

@@ -14,6 +14,9 @@ final case class Config(
   val host = "127.0.0.1"
 
 object Config:
+  /** The largest buffer BroadcastHub accepts: a power of two, and less than 4096. */
+  val MaxBufferSize = 2048
+
   val usage =
     "usage: location-service [--port N] [--events a,b,c] [--buffer-size N] [--max-body-bytes N] (env: PORT)"
 
@@ -35,8 +38,9 @@ object Config:
   private def check(c: Config): Either[String, Config] =
     if c.port < 0 || c.port > 65535 then Left(s"port ${c.port} is out of range")
     else if c.events.isEmpty then Left("give at least one event")
-    // BroadcastHub needs a power of two; MergeHub and Source.queue accept any positive size.
-    else if c.bufferSize < 1 || Integer.bitCount(c.bufferSize) != 1 then
-      Left(s"buffer size ${c.bufferSize} must be a power of two")
+    // BroadcastHub.sink requires a power of two below 4096 (and throws at start-up
+    // otherwise); MergeHub and Source.queue accept any positive size.
+    else if c.bufferSize < 1 || c.bufferSize > MaxBufferSize || Integer.bitCount(c.bufferSize) != 1 then
+      Left(s"buffer size ${c.bufferSize} must be a power of two from 1 to $MaxBufferSize (BroadcastHub's limit)")
     else if c.maxBodyBytes < 64 then Left("max body must be at least 64 bytes")
     else Right(c)

@@ -1,5 +1,15 @@
 package leaklab.mergehub
 
+import java.io.ByteArrayOutputStream
+import java.net.{Socket, SocketTimeoutException}
+import java.nio.ByteBuffer
+import java.nio.charset.StandardCharsets.{US_ASCII, UTF_8}
+
+import scala.concurrent.Await
+import scala.concurrent.duration.*
+import scala.util.Using
+
+import org.apache.pekko.http.scaladsl.Http
 import org.apache.pekko.http.scaladsl.model.{ContentTypes, HttpEntity, StatusCodes}
 import org.apache.pekko.http.scaladsl.testkit.{ScalatestRouteTest, WSProbe}
 import org.apache.pekko.http.scaladsl.server.Route
@@ -42,6 +52,13 @@ final class RoutesSpec extends AnyWordSpec with Matchers with ScalatestRouteTest
         status shouldBe StatusCodes.NotFound
       }
     }
+    "refuse a body that is not UTF-8, rather than forward replacement characters" in {
+      val bytes = valid.getBytes(UTF_8).map(b => if b == 's'.toByte then 0xff.toByte else b)
+      Post("/events/race-1/locations", HttpEntity(ContentTypes.`application/json`, bytes)) ~> route ~> check {
+        status shouldBe StatusCodes.BadRequest
+        responseAs[String] should include("UTF-8")
+      }
+    }
     "refuse an oversized body" in {
       val big = s"""{"skater":"${"x" * 1024}","lat":0,"lon":0,"timestamp":1}"""
       Post("/events/race-1/locations", json(big)) ~> route ~> check {
@@ -73,6 +90,21 @@ final class RoutesSpec extends AnyWordSpec with Matchers with ScalatestRouteTest
         status shouldBe StatusCodes.NotFound
       }
     }
+    // What follows goes over a real socket: the test kit hands messages to the route
+    // as objects, so it can neither send a malformed frame nor see a close code.
+    "close a connection whose client announces a 2^62-byte frame and keeps sending" in {
+      val closed = rawWebSocket(frameHeader(1L << 62) ++ Array.fill(4096)('a'.toByte), within = 10.seconds)
+      closed.flatMap(closeCode) should not be empty
+    }
+    "close a connection whose client announces a 2^62-byte frame and stalls" in {
+      val closed = rawWebSocket(frameHeader(1L << 62) ++ "abc".getBytes(US_ASCII), within = 10.seconds)
+      closed.flatMap(closeCode) should not be empty
+    }
+    "close with 1007 on text that is not UTF-8" in {
+      val payload = Array(0xff.toByte, 0xfe.toByte)
+      val closed = rawWebSocket(frameHeader(payload.length.toLong) ++ payload, within = 10.seconds)
+      closed.flatMap(closeCode) shouldBe Some(1007)
+    }
   }
 
   "GET /metrics" should {
@@ -89,3 +121,58 @@ final class RoutesSpec extends AnyWordSpec with Matchers with ScalatestRouteTest
       Get("/healthz") ~> route ~> check(status shouldBe StatusCodes.OK)
     }
   }
+
+  // -- a raw WebSocket client ------------------------------------------------------
+
+  /** A second instance of the routes on a real loopback port, with a short message
+    * timeout and an event nobody publishes to, for the raw-socket tests.
+    */
+  private lazy val rawPort: Int =
+    val quiet = Route.seal(Routes(Hubs(Seq("quiet"), bufferSize = 16), maxBodyBytes = 512, 1.second).route)
+    Await.result(Http().newServerAt("127.0.0.1", 0).bind(quiet), 10.seconds).localAddress.getPort
+
+  /** The header of a masked text frame (FIN set) announcing `length` bytes; the mask
+    * key is zero, so the payload goes as it is.
+    */
+  private def frameHeader(length: Long): Array[Byte] =
+    val size =
+      if length < 126 then Array(length.toByte)
+      else Array(127.toByte) ++ ByteBuffer.allocate(8).putLong(length).array()
+    Array(0x81.toByte) ++ size.updated(0, (size(0) | 0x80).toByte) ++ Array.fill(4)(0.toByte)
+
+  /** Upgrades to a WebSocket on `/events/quiet/subscribe`, then (once the 101 is in,
+    * as a client must wait for it) sends `bytes` as they are. Returns the frames the
+    * server sent if it then closed the connection within `within`; None if it kept it
+    * open.
+    */
+  private def rawWebSocket(bytes: Array[Byte], within: FiniteDuration): Option[Array[Byte]] =
+    Using.resource(Socket("127.0.0.1", rawPort)) { socket =>
+      socket.setSoTimeout(within.toMillis.toInt)
+      val (in, out) = (socket.getInputStream, socket.getOutputStream)
+      out.write(
+        ("GET /events/quiet/subscribe HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n" +
+          "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n").getBytes(US_ASCII)
+      )
+      val head = ByteArrayOutputStream()
+      while !head.toString(US_ASCII).endsWith("\r\n\r\n") do head.write(in.read())
+      head.toString(US_ASCII) should startWith("HTTP/1.1 101")
+      out.write(bytes)
+      out.flush()
+      val deadline = within.fromNow
+      val frames = ByteArrayOutputStream()
+      val buffer = new Array[Byte](8192)
+      def readToEnd(): Boolean =
+        try
+          val n = in.read(buffer)
+          if n < 0 then true
+          else
+            frames.write(buffer, 0, n)
+            deadline.hasTimeLeft() && readToEnd()
+        catch case _: SocketTimeoutException => false
+      Option.when(readToEnd())(frames.toByteArray)
+    }
+
+  /** The code of the server's close frame, if the first frame it sent was one. */
+  private def closeCode(frames: Array[Byte]): Option[Int] =
+    Option.when(frames.length >= 4 && (frames(0) & 0x0f) == 8)(((frames(2) & 0xff) << 8) | (frames(3) & 0xff))
