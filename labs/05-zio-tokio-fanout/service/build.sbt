@@ -7,7 +7,7 @@ val zioVersion = "2.1.26"
 val zioHttpVersion = "3.11.3"
 
 // `stageArgs <file>` writes a java @argfile (`-cp <runtime classpath>`), so a run
-// starts the service with plain `java @file leaklab.fanout.replayService` and never waits on sbt.
+// starts the service with plain `java @file leaklab.fanout.ReplayService` and never waits on sbt.
 val stageArgs = inputKey[Unit]("write a java @argfile with the runtime classpath")
 
 lazy val root = (project in file("."))
@@ -22,7 +22,11 @@ lazy val root = (project in file("."))
     ),
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Werror"),
     testFrameworks += new TestFramework("zio.test.sbt.ZTestFramework"),
-    // Tests share one JVM with sbt: no fork start-up cost per invocation.
+    // The entry point, the class lab.toml starts: ReplayService.scala's ZIOAppDefault.
+    Compile / mainClass := Some("leaklab.fanout.ReplayService"),
+    // Test classes run one after another: on two cores, running them in parallel only
+    // adds contention. (They run inside sbt's own JVM because `Test / fork` is false by
+    // default; that is a separate setting.)
     Test / parallelExecution := false,
     stageArgs := {
       val target = complete.DefaultParsers.spaceDelimited("<file>").parsed.headOption

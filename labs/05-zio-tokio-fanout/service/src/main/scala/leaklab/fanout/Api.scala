@@ -9,9 +9,15 @@ import zio.http.*
   *    newline-delimited JSON, streamed; 400 with a one-line reason on bad parameters;
   *  - `GET /healthz`: 200 "ok";
   *  - `GET /metrics`: one JSON object (heap, heap after GC, counters);
+  *  - another method on one of these paths: 405 with `Allow: GET` (axum gives the Tokio
+  *    service the same, and serves HEAD too);
   *  - anything else: 404.
   */
 object Api:
+
+  /** The methods a known path does not serve: all the standard ones but GET. */
+  private val otherMethods =
+    List(Method.POST, Method.PUT, Method.PATCH, Method.DELETE, Method.HEAD, Method.OPTIONS, Method.TRACE, Method.CONNECT)
 
   final case class ReplayRequest(matchId: Int, from: Int, count: Int)
 
@@ -36,6 +42,9 @@ object Api:
     yield ReplayRequest(matchId, from, count)
 
   def routes(log: MatchLog, maxCount: Int, fanOut: FanOut, metrics: Metrics): Routes[Any, Response] =
+    served(log, maxCount, fanOut, metrics) ++ onlyGet("healthz", "metrics", "replay")
+
+  private def served(log: MatchLog, maxCount: Int, fanOut: FanOut, metrics: Metrics): Routes[Any, Response] =
     Routes(
       Method.GET / "healthz" -> handler { (_: Request) => Response.text("ok") },
       Method.GET / "metrics" -> handler { (_: Request) =>
@@ -45,13 +54,22 @@ object Api:
         val query = req.url.queryParams
         parseReplay(name => query.getAll(name).headOption, log, maxCount) match
           case Left(reason) =>
-            Response.text(reason + "\n").status(Status.BadRequest)
+            ZIO.succeed(Response.text(reason + "\n").status(Status.BadRequest))
           case Right(r) =>
-            metrics.requestsServed.increment()
-            Response(
-              status = Status.Ok,
-              headers = Headers("content-type", "application/x-ndjson"),
-              body = Body.fromStreamChunked(fanOut.replay(r.matchId, r.from, r.count))
+            // The count is a side effect: part of the effect the handler returns.
+            ZIO.succeed(metrics.requestsServed.increment()).as(
+              Response(
+                status = Status.Ok,
+                headers = Headers("content-type", "application/x-ndjson"),
+                body = Body.fromStreamChunked(fanOut.replay(r.matchId, r.from, r.count))
+              )
             )
       }
     )
+
+  /** Every other method on `paths` gets 405 with `Allow: GET` (RFC 9110, 15.5.6), where
+    * zio-http would answer 404, as if the path did not exist.
+    */
+  private def onlyGet(paths: String*): Routes[Any, Response] =
+    val notAllowed = Response(Status.MethodNotAllowed, Headers(Header.Allow(NonEmptyChunk(Method.GET))))
+    Routes.fromIterable(for path <- paths; method <- otherMethods yield method / path -> handler(notAllowed))

@@ -25,4 +25,15 @@ object ReplayService extends ZIOAppDefault:
           s"listening on http://${settings.host}:$port: ${settings.log.matches} matches of " +
             s"${settings.log.players} players x ${settings.log.eventsPerPlayer} events"
         )
-      } *> ZIO.never).provide(Server.defaultWith(_.binding(settings.host, settings.port)))
+      } *> ZIO.never).provide(Server.defaultWith(serverConfig(settings.host, settings.port)))
+
+  /** The server's settings beyond zio-http's defaults.
+    *
+    * The API takes no request body, so the largest body the server aggregates is 0
+    * bytes: a request that announces one is answered 413 and closed as soon as its head
+    * is read. With the default (100 KB), a client that hung up in the middle of a body
+    * made Netty's aggregator fail with PrematureChannelClosureException, which zio-http
+    * logs as a "Fatal exception in Netty" with a stack trace, and Netty once more.
+    */
+  def serverConfig(host: String, port: Int)(config: Server.Config): Server.Config =
+    config.binding(host, port).disableRequestStreaming(0)

@@ -9,16 +9,16 @@ object ApiSpec extends ZIOSpecDefault:
   // A small log keeps the tests quick: 4 matches of 3 players x 10 events (30 per match).
   private val log = MatchLog(matches = 4, players = 3, eventsPerPlayer = 10)
 
-  private final case class Reply(status: Status, body: String)
+  private final case class Reply(status: Status, body: String, headers: Headers = Headers.empty)
 
-  private def call(path: String): ZIO[Scope, Nothing, Reply] =
+  private def call(path: String, method: Method = Method.GET): ZIO[Scope, Nothing, Reply] =
     val metrics = Metrics()
     val routes = Api.routes(log, maxCount = 20, FanOut(log, readAhead = 5, metrics), metrics)
     val url = URL.decode(path).toOption.get
     for
-      response <- routes.runZIO(Request.get(url))
+      response <- routes.runZIO(Request.get(url).copy(method = method))
       body <- response.body.asString.orDie
-    yield Reply(response.status, body)
+    yield Reply(response.status, body, response.headers)
 
   private def seqs(body: String): List[Int] =
     body.linesIterator.map(line => """"seq":(\d+)""".r.findFirstMatchIn(line).get.group(1).toInt).toList
@@ -64,12 +64,21 @@ object ApiSpec extends ZIOSpecDefault:
         "/replay?match=1&from=25&count=6",
         "/replay?match=1&from=0&count=99999999999"
       )
-      ZIO.foreach(bad)(call).map { results =>
+      ZIO.foreach(bad)(call(_)).map { results =>
         assertTrue(results.forall(r => r.status == Status.BadRequest && r.body.nonEmpty))
       }
     },
     test("an unknown path is a 404") {
       call("/nowhere").map(r => assertTrue(r.status == Status.NotFound))
+    },
+    test("another method on a known path is a 405 that says GET is allowed") {
+      val wrong = List(Method.POST -> "/replay?match=1&from=0&count=1", Method.DELETE -> "/metrics", Method.PUT -> "/healthz")
+      ZIO.foreach(wrong)((method, path) => call(path, method)).map { results =>
+        assertTrue(
+          results.forall(_.status == Status.MethodNotAllowed),
+          results.forall(_.headers.get(Header.Allow).contains(Header.Allow(NonEmptyChunk(Method.GET))))
+        )
+      }
     },
     test("healthz says ok") {
       call("/healthz").map(r => assertTrue(r.status == Status.Ok, r.body == "ok"))
