@@ -296,15 +296,7 @@ def _measure(setup: Setup, ledger: Ledger) -> Measured:
     with ProcessGroup(ledger=ledger) as group:
         serving = start_serving(setup, group)
         load = LoadProgram(group, recorder)
-        samplers = make_samplers(
-            setup.lab,
-            recorder,
-            setup.values,
-            _service_pid(setup, serving, load),
-            lambda: load.pid if setup.driven else None,
-            origin,
-            [(w.name, w) for w in serving.watched],
-        )
+        samplers = make_samplers(setup, recorder, serving, load, origin)
         for s in samplers:
             s.start()
         try:
@@ -499,23 +491,23 @@ def _duration(params: dict[str, str]) -> float:
 
 
 def make_samplers(
-    lab: Lab,
+    setup: Setup,
     recorder: Recorder,
-    values: dict[str, str],
-    service_pid: int | Callable[[], int | None],
-    load_pid: Callable[[], int | None],
-    origin: Callable[[], float | None] = lambda: None,
-    aux: list[tuple[str | None, _Watched]] | None = None,
+    serving: Serving,
+    load: LoadProgram,
+    origin: Callable[[], float | None],
 ) -> list[Sampler]:
-    every = lab.sample_interval_s
-    pid_of = service_pid if callable(service_pid) else (lambda: service_pid)
+    """RSS of the service, the load and each aux process, and the lab's own series."""
+    lab, values, every = setup.lab, setup.values, setup.lab.sample_interval_s
+    pid_of = _service_pid(setup, serving, load)
     samplers = [Sampler("rss", every, rss_poll(recorder, "rss_bytes", pid_of))]
-    if not lab.self_driving:
-        samplers.append(Sampler("load-rss", every, rss_poll(recorder, "load_rss_bytes", load_pid)))
-    for name, watched in aux or []:
-        if name is not None:
-            poll = rss_poll(recorder, f"{name}_rss_bytes", lambda w=watched: w.pid)  # type: ignore[misc]
-            samplers.append(Sampler(f"{name}-rss", every, poll))
+    if setup.driven:
+        poll = rss_poll(recorder, "load_rss_bytes", lambda: load.pid)
+        samplers.append(Sampler("load-rss", every, poll))
+    for watched in serving.watched:
+        if watched.name is not None:
+            poll = rss_poll(recorder, f"{watched.name}_rss_bytes", lambda w=watched: w.pid)  # type: ignore[misc]
+            samplers.append(Sampler(f"{watched.name}-rss", every, poll))
     for i, spec in enumerate(lab.samplers):
         if spec.kind == "http_json":
             url = values["url"] + fill(spec.path or "/", values)
