@@ -119,6 +119,9 @@ class ProcessGroup:
         finally:
             self.stop(child)  # also sweeps what it left running in its group
             self.children.remove(child)
+            for pipe in (child.stdout, child.stderr):
+                if pipe is not None:
+                    pipe.close()
         return subprocess.CompletedProcess(argv, child.returncode, out, err)
 
     def stop(self, child: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int | None:
@@ -133,9 +136,6 @@ class ProcessGroup:
             os.killpg(child.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=self.term_timeout_s)
-        for pipe in (child.stdout, child.stderr):
-            if pipe is not None:
-                pipe.close()
         if self.ledger is not None:
             self.ledger.discard(child.pid)
         return child.returncode
