@@ -310,20 +310,15 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="machine-readable output")] = False,
 ) -> None:
     """Check toolchains, ports, memory and disk; say how to fix what is missing."""
+    from leaklab.doctor import lines as doctor_lines
     from leaklab.doctor import run_checks
 
     checks = run_checks(repo_root())
     if as_json:
         out.print_json(json.dumps([c.__dict__ for c in checks]))
     else:
-        for c in checks:
-            mark = (
-                "[green]ok[/green]"
-                if c.ok
-                else ("[red]FAIL[/red]" if c.required else "[yellow]optional[/yellow]")
-            )
-            fix = "" if c.ok else f"  -> {c.fix}"
-            out.print(f"{mark:>22}  {c.name:<9} {c.detail}{fix}")
+        for line in doctor_lines(checks):
+            out.print(line, highlight=False)
     if any(c.required and not c.ok for c in checks):
         raise typer.Exit(1)
 
