@@ -2,12 +2,14 @@ use std::time::Duration;
 
 /// Shown with every usage error.
 pub const USAGE: &str = "usage: producer --broker 127.0.0.1:PORT \
-[--mode burst --messages N | --mode steady --rate R --duration-s S] [--size BYTES]";
+[--mode burst --messages N | --mode steady --rate R --duration-s S] [--size BYTES] \
+[--linger-s S] [--trim]";
 
 pub const MAX_MESSAGES: u64 = 1_000_000;
 pub const MAX_RATE: u64 = 100_000;
 pub const MAX_DURATION_S: u64 = 600;
 pub const MAX_SIZE: u64 = 1024 * 1024;
+pub const MAX_LINGER_S: u64 = 60;
 
 /// How the messages are pushed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +27,11 @@ pub struct Args {
     pub mode: Mode,
     /// Bytes per message.
     pub size: usize,
+    /// How long to stay alive, idle, once everything is delivered, so RSS
+    /// after the drain can be sampled (an exited process has no RSS).
+    pub linger: Duration,
+    /// Ask the allocator to return free memory to the kernel after the drain.
+    pub trim: bool,
 }
 
 /// Parses the flags (without the program name). Errors are one line.
@@ -38,6 +45,8 @@ where
     let mut rate = None;
     let mut duration_s = None;
     let mut size = 1024;
+    let mut linger_s = 0;
+    let mut trim = false;
 
     let mut args = args.into_iter();
     while let Some(flag) = args.next() {
@@ -49,6 +58,8 @@ where
             "--rate" => rate = Some(number(&flag, &value()?, 1, MAX_RATE)?),
             "--duration-s" => duration_s = Some(number(&flag, &value()?, 1, MAX_DURATION_S)?),
             "--size" => size = number(&flag, &value()?, 1, MAX_SIZE)? as usize,
+            "--linger-s" => linger_s = number(&flag, &value()?, 0, MAX_LINGER_S)?,
+            "--trim" => trim = true,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown flag {other}")),
         }
@@ -75,7 +86,13 @@ where
         }
         other => return Err(format!("--mode wants burst or steady, got {other:?}")),
     };
-    Ok(Args { broker, mode, size })
+    Ok(Args {
+        broker,
+        mode,
+        size,
+        linger: Duration::from_secs(linger_s),
+        trim,
+    })
 }
 
 fn number(flag: &str, text: &str, min: u64, max: u64) -> Result<u64, String> {
@@ -100,6 +117,15 @@ mod tests {
         let args = parse_strs(&["--broker", "127.0.0.1:1"]).unwrap();
         assert_eq!(args.mode, Mode::Burst { messages: 1000 });
         assert_eq!(args.size, 1024);
+        assert_eq!(args.linger, Duration::ZERO);
+        assert!(!args.trim);
+    }
+
+    #[test]
+    fn after_the_drain() {
+        let args = parse_strs(&["--broker", "127.0.0.1:1", "--linger-s", "15", "--trim"]).unwrap();
+        assert_eq!(args.linger, Duration::from_secs(15));
+        assert!(args.trim);
     }
 
     #[test]
@@ -136,6 +162,7 @@ mod tests {
             &["--rate", "5"],
             &["--mode", "sideways"],
             &["--size"],
+            &["--linger-s", "61"],
             &["--frobnicate"],
         ];
         for extra in bad {

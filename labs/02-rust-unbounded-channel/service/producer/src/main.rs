@@ -15,9 +15,11 @@ mod args;
 #[cfg(feature = "stats-alloc")]
 mod heap_series;
 mod progress;
+mod trim;
 mod workload;
 
 use std::process::ExitCode;
+use std::thread;
 use std::time::Instant;
 
 use args::Mode;
@@ -93,6 +95,7 @@ fn run(args: &args::Args, origin: Instant) -> ExitCode {
         "{}",
         progress::done_line(origin.elapsed(), stats.snapshot(), wall, load_end)
     );
+    after_drain(args);
 
     match sent.and(closed) {
         Ok(_) => ExitCode::SUCCESS,
@@ -101,4 +104,14 @@ fn run(args: &args::Args, origin: Instant) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// What the program does once everything is delivered: optionally hands
+/// free memory back to the kernel, then stays alive and idle for
+/// `--linger-s`, so the harness can sample RSS after the drain.
+fn after_drain(args: &args::Args) {
+    if args.trim && !trim::release_free_memory() {
+        eprintln!("producer: --trim: the allocator returned nothing (or cannot trim here)");
+    }
+    thread::sleep(args.linger);
 }
