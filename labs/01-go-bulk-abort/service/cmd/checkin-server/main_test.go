@@ -192,8 +192,11 @@ func TestPartialBodyIsCutOff(t *testing.T) {
 	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "not received in time") {
 		t.Errorf("answer = %d %q, want 408 and why", resp.StatusCode, body)
 	}
-	if waited := time.Since(start); waited < shortTimeouts.read {
-		t.Errorf("answered after %v, before the %v read timeout", waited, shortTimeouts.read)
+	// The server's read deadline starts when it begins reading the request, which can
+	// be a little before start (the connection was accepted earlier), so only an answer
+	// far earlier than the timeout means something other than the timeout answered.
+	if waited := time.Since(start); waited < shortTimeouts.read/2 {
+		t.Errorf("answered after %v, long before the %v read timeout", waited, shortTimeouts.read)
 	}
 	expectClosed(t, br)
 }
