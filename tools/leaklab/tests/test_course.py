@@ -187,7 +187,7 @@ def test_the_readme_demo_command_runs(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
-    assert "slope over the steady window" in result.stdout and "…" not in result.stdout
+    assert "steady-window slope" in result.stdout and "…" not in result.stdout
     assert "broken" in result.stdout and "fixed" in result.stdout
     plot = root / ".leaklab" / "reports" / "01-go-bulk-abort-runs.png"
     assert plot.is_file() and plot.stat().st_size > 10_000
