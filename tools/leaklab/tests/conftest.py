@@ -79,11 +79,13 @@ def no_orphans(fake_repo: Path) -> Iterator[Path]:
     assert not survivors, f"orphan processes: {[p.info['cmdline'] for p in survivors]}"
 
 
-def start_run(root: Path, lab: str, ready: str) -> tuple[subprocess.Popen[str], list[str]]:
+def start_run(
+    root: Path, lab: str, ready: str, duration: str = "30"
+) -> tuple[subprocess.Popen[str], list[str]]:
     """`leaklab run LAB --duration 30` as a child process, handed back once a line of its
     output contains `ready` (at most 60 s): the start of every Ctrl-C test."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "leaklab", "run", lab, "--duration", "30"],
+        [sys.executable, "-m", "leaklab", "run", lab, "--duration", duration],
         env={**os.environ, "LEAKLAB_ROOT": str(root)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -4,7 +4,6 @@ ports in TIME-WAIT, missing tools, a silent service. Nothing may be left running
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -51,29 +50,11 @@ def wait_until_gone(root: Path, timeout_s: float = 10) -> list[str]:
     return [" ".join(p.info["cmdline"] or []) for p in left]
 
 
-def start_short_run(root: Path, ready: str) -> tuple[subprocess.Popen[str], list[str]]:
-    """`leaklab run 90 --duration 1`, handed back once a line of its output has `ready`."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "leaklab", "run", "90", "--duration", "1"],
-        env={**os.environ, "LEAKLAB_ROOT": str(root)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
-    output = []
-    for line in proc.stdout:
-        output.append(line)
-        if ready in line:
-            break
-    return proc, output
-
-
 def test_ctrl_c_during_a_snapshot_stops_its_whole_tree_and_writes_nothing(
     no_orphans: Path,
 ) -> None:
     add_stuck_snapshot(no_orphans, timeout_s=120)
-    proc, output = start_short_run(no_orphans, ready="snapshot stuck.txt ...")
+    proc, output = start_run(no_orphans, "90", ready="snapshot stuck.txt ...", duration="1")
     assert "snapshot stuck.txt" in "".join(output), "".join(output)
     time.sleep(1)  # bash has started sleep and cat
     interrupt(proc, output)

@@ -35,7 +35,7 @@ import re
 import tempfile
 import tomllib
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -322,8 +322,8 @@ def _measure(
     params = {"duration": f"{spec.duration_s:g}"} if spec.duration_s else None
     # No idle phase and no snapshots: the verdict window is the load phase, and the
     # checks read the series and the load's counts. (`leaklab run` keeps both.)
-    opts = RunOptions(variant, params, idle_s=0.0, snapshots=False, name="graded")
-    opts = replace(opts, dest=work_dir(lab.root) / "grades" / lab.slug)
+    dest = work_dir(lab.root) / "grades" / lab.slug
+    opts = RunOptions(variant, params, idle_s=0.0, snapshots=False, dest=dest, name="graded")
     mine = None
     for attempt in range(1 + retries):
         result.attempts = attempt + 1
