@@ -71,6 +71,21 @@ def test_only_the_editable_folders_come_from_the_learner(fake_repo: Path, tmp_pa
     assert LEAK in (tmp_path / "mine" / "server.py").read_text()
 
 
+def test_author_mode_builds_the_lab_being_edited(
+    fake_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An author edits the broken service before locking: `LEAKLAB_BASE=working` builds
+    the edit; without it, `broken` stays what the lock records."""
+    server = fake_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text() + "# an author's edit\n")
+    lab = load_lab("90", fake_repo)
+    materialise(lab, "broken", tmp_path / "published")
+    monkeypatch.setenv(base.AUTHOR_MODE_ENV, "working")
+    materialise(lab, "broken", tmp_path / "working")
+    assert "an author's edit" not in (tmp_path / "published" / "server.py").read_text()
+    assert "an author's edit" in (tmp_path / "working" / "server.py").read_text()
+
+
 def test_a_stale_record_is_caught_by_dev_check(fake_repo: Path) -> None:
     assert dev._lock_problems(fake_repo) == []
     server = fake_repo / "labs" / "90-fake" / "service" / "server.py"
