@@ -39,7 +39,7 @@ lint: setup-all ## ruff and mypy on the harness; go vet and gofmt on the Go labs
 	  if [ -f $$ws/Cargo.toml ]; then \
 	    lab=$$(basename $$(dirname $$ws)); ws=$${ws%/}; \
 	    (cd $$ws && cargo fmt --all --check && \
-	      cargo clippy --quiet --locked --all-targets --target-dir "$(CURDIR)/.leaklab/build/$$lab/cargo-target" -- -D warnings) \
+	      cargo clippy --quiet --locked --all-targets --target-dir "$(CURDIR)/.leaklab/build/$$lab/cache/cargo-target" -- -D warnings) \
 	      || { echo "rust lint failed in $$ws"; exit 1; }; \
 	  fi; \
 	done

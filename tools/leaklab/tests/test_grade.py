@@ -17,9 +17,9 @@ from leaklab import grade as grade_module
 from leaklab.build import build_variant, run_tests
 from leaklab.dataset import Dataset
 from leaklab.errors import LeakLabError
-from leaklab.grade import Check, evaluate, grade, load_spec, measure
+from leaklab.grade import evaluate, grade, measure
 from leaklab.runner import RunOptions, run
-from leaklab.spec import load_lab
+from leaklab.spec import Check, load_lab
 
 FAKELAB = Path(__file__).parent / "fakelab"
 SLOW_FIX = (FAKELAB / "slow-fix.patch").read_text()
@@ -213,18 +213,6 @@ def test_cli_exit_codes_and_json(graded_repo: Path, tmp_path: Path) -> None:
     assert missing.returncode == 2 and "does not exist" in " ".join(missing.stderr.split())
 
 
-def test_grade_table_is_validated(fake_repo: Path) -> None:
-    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
-    toml.write_text(toml.read_text() + '[[grade.checks]]\nname = "x"\nmeasure = "nope.ok"\n')
-    with pytest.raises(LeakLabError, match="incomplete"):
-        load_spec(load_lab("90", fake_repo))
-    toml.write_text(
-        toml.read_text() + 'at_least = 1\nof = "solution"\n'
-    )  # now complete, but the measure kind is unknown
-    with pytest.raises(LeakLabError, match=r"unknown measure 'nope\.ok'"):
-        load_spec(load_lab("90", fake_repo))
-
-
 def run_with(values: list[float], load_s: float = 10.0) -> Dataset:
     """A one-series run sampled once a second, the load ending at `load_s`."""
     frame = pd.DataFrame({"t_s": range(len(values)), "series": "proc_bytes", "value": values})
@@ -244,17 +232,6 @@ def test_median_measures_the_steady_window_and_at_most_bounds_it() -> None:
     assert not result.passed and result.limit == 10.0 and "<= 2 x" in result.detail
     works = Check("answers", "load.ok", "at_least", 0.9, "solution")
     assert evaluate(works, mine, run_with([5.0] * 13)).passed
-
-
-def test_a_check_needs_exactly_one_bound(fake_repo: Path) -> None:
-    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
-    toml.write_text(
-        toml.read_text()
-        + '[[grade.checks]]\nname = "x"\nmeasure = "load.ok"\nof = "solution"\n'
-        + "at_least = 0.9\nat_most = 2\n"
-    )
-    with pytest.raises(LeakLabError, match="at_least or at_most"):
-        load_spec(load_lab("90", fake_repo))
 
 
 def test_unit_tests_run_once_per_tree_and_a_failure_is_never_reused(fake_repo: Path) -> None:

@@ -35,10 +35,29 @@ def _rewrite(root: Path, old: str, new: str) -> None:
     ("old", "new", "message"),
     [
         ("[build]", "[build", "not valid TOML"),
-        ('kind = "http_json"', 'kind = "carrier-pigeon"', "expected one of"),
+        ("[build]", '[build]\npreset = "gradle"', "preset is 'gradle'; known: cargo, go, mix, sbt"),
+        ('kind = "http_json"', 'kind = "carrier-pigeon"', "invalid enum value 'carrier-pigeon'"),
         ('verdict_series = "held_bytes"', 'verdict_series = "nope"', "must be one of"),
         ('slug = "90-fake"', 'slug = "91-other"', "but the folder is"),
-        ("interval_s = 0.2", "interval_s = -1", "non-negative number"),
+        ("interval_s = 0.2", "interval_s = -1", r"interval_s: expected `float` >= 0"),
+        ("[lab]", "format_version = 9\n[lab]", "format_version: expected `int` <= 1"),
+        (
+            "[service]",
+            '[[grade.checks]]\nname = "x"\nmeasure = "load.ok"\nof = "solution"\n'
+            "at_least = 0.9\nat_most = 2\n[service]",
+            r"\[grade.checks\[0\]\] at_least/at_most give exactly one",
+        ),
+        (
+            "[service]",
+            '[[grade.checks]]\nname = "x"\nmeasure = "nope.ok"\nof = "solution"\n'
+            "at_least = 1\n[service]",
+            "measure is 'nope.ok'; use load.<name>",
+        ),
+        (
+            "[service]",
+            '[[grade.checks]]\nname = "x"\nmeasure = "load.ok"\n[service]',
+            r"\[grade.checks\[0\]\] needs the key 'of'",
+        ),
         ('name = "stats.json"\nhttp = "/stats"', 'name = "stats.json"', "exactly one of"),
     ],
 )

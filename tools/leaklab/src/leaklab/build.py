@@ -21,7 +21,7 @@ from leaklab.base import IGNORED_NAMES
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.procs import ProcessGroup
-from leaklab.spec import Command, Lab
+from leaklab.spec import Build, Command, Lab, fill
 from leaklab.variants import materialise
 
 DONE_MARKER = ".built"
@@ -175,12 +175,9 @@ def run_tests(
         return False
     marker.unlink(missing_ok=True)
     log_file.unlink(missing_ok=True)
+    prepare_sources(lab.build, built.src)
     run_commands(
-        lab.build.test,
-        built.src,
-        {"src": str(built.src), "out": str(built.out), "tools": tools_dir(lab)},
-        log_file,
-        timeout_s=timeout_s,
+        lab.build.test, built.src, values(lab, built.src, built.out), log_file, timeout_s=timeout_s
     )
     marker.write_text(commands)
     return True
@@ -188,6 +185,24 @@ def run_tests(
 
 def tail(path: Path, lines: int = 15) -> str:
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def values(lab: Lab, src: Path, out: Path) -> dict[str, str]:
+    """The placeholders of build and test commands: the tree, the output folder, the
+    tools scripts/setup fetched, the lab's shared cache, and the preset's own."""
+    cache = _build_root(lab) / "cache"
+    cache.mkdir(exist_ok=True)
+    known = {"src": str(src), "out": str(out), "tools": tools_dir(lab), "cache": str(cache)}
+    return known | {name: fill(v, known) for name, v in lab.build.values.items()}
+
+
+def prepare_sources(build: Build, src: Path) -> None:
+    """Give every source file the same new mtime when the toolchain decides freshness
+    by mtimes over a shared cache (cargo; see presets.toml)."""
+    if build.touch_sources:
+        for path in src.rglob("*"):
+            if path.is_file():
+                os.utime(path)
 
 
 def tools_dir(lab: Lab) -> str:
@@ -204,7 +219,8 @@ def _build_root(lab: Lab) -> Path:
 def _build_tree(
     lab: Lab, src: Path, commands: tuple[Command, ...], what: str, log: Callable[[str], None]
 ) -> Built:
-    key = tree_hash(src, [repr(c) for c in commands])
+    preset_values = [repr(sorted(lab.build.values.items()))] if lab.build.values else []
+    key = tree_hash(src, [repr(c) for c in commands] + preset_values)
     home = _build_root(lab) / key
     out = home / "out"
     if (home / DONE_MARKER).exists():
@@ -216,11 +232,7 @@ def _build_tree(
     src.rename(home / "src")
     out.mkdir()
     log(f"{what}: building {key} (log: {home / 'build.log'})")
-    run_commands(
-        commands,
-        home / "src",
-        {"out": str(out), "src": str(home / "src"), "tools": tools_dir(lab)},
-        home / "build.log",
-    )
+    prepare_sources(lab.build, home / "src")
+    run_commands(commands, home / "src", values(lab, home / "src", out), home / "build.log")
     (home / DONE_MARKER).touch()
     return Built(key, home / "src", out, cached=False)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -23,7 +24,7 @@ from rich.markup import escape
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.procs import free_port, ledger_folder, reap
-from leaklab.spec import Command, Lab, lab_slugs, load_lab
+from leaklab.spec import SPLAT, Build, Command, Lab, lab_slugs, load_lab
 
 GIB = 1024**3
 TOOLS_FILE = re.compile(r"\{tools\}/([\w.+-]+)")
@@ -166,8 +167,8 @@ def lab_needs(lab: Lab) -> dict[str, list[str]]:
     each with the steps that need it (build, test, load, service, aux, snapshot; an
     implementation's steps are prefixed with its name, e.g. `tokio build`)."""
     steps: list[tuple[str, Iterable[Command]]] = [
-        ("build", lab.build.commands),
-        ("test", lab.build.test),
+        ("build", _with_preset(lab.build)),
+        ("test", _with_preset(lab.build, test=True)),
         ("service", [lab.service.command]),
         ("load", [*lab.load.build, *([lab.load.command] if lab.load.command.argv else [])]),
         ("aux", [a.command for a in lab.aux]),
@@ -175,7 +176,7 @@ def lab_needs(lab: Lab) -> dict[str, list[str]]:
     ]
     for impl in lab.implementations:
         steps += [
-            (f"{impl.name} build", [*impl.build.commands, *impl.build.test]),
+            (f"{impl.name} build", [*_with_preset(impl.build), *_with_preset(impl.build, True)]),
             (f"{impl.name} service", [impl.service.command]),
         ]
     needs: dict[str, list[str]] = {}
@@ -185,6 +186,20 @@ def lab_needs(lab: Lab) -> dict[str, list[str]]:
                 if step not in needs.setdefault(name, []):
                     needs[name].append(step)
     return needs
+
+
+def _with_preset(build: Build, test: bool = False) -> list[Command]:
+    """A build's commands with the preset's `{*name}` argv values spelt out (`{*sbt}`
+    is `java ... -jar {tools}/sbt-launch.jar`), so what they start can be named."""
+    out = []
+    for cmd in build.test if test else build.commands:
+        argv: list[str] = []
+        for arg in cmd.argv:
+            splat = SPLAT.fullmatch(arg)
+            known = splat and splat.group(1) in build.values
+            argv.extend(shlex.split(build.values[splat.group(1)]) if splat and known else [arg])
+        out.append(Command(tuple(argv), cmd.env))
+    return out
 
 
 def _named(cmd: Command) -> list[str]:

@@ -33,7 +33,6 @@ import json
 import math
 import re
 import tempfile
-import tomllib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -45,32 +44,11 @@ from leaklab.build import build_variant, run_tests
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.runner import RunOptions, run
-from leaklab.spec import Lab, parse_lab
+from leaklab.spec import Check, GradeSpec, Lab, parse_lab
 from leaklab.variants import PATCH_PREFIX, dataset_name, materialise, outside_editable
 
-MEASURE_KINDS = ("load", "last", "peak", "median")
-BOUNDS = ("at_least", "at_most")
 # A learner's unit tests that take longer than this are a deadlock, not a slow machine.
 TEST_TIMEOUT_S = 300.0
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    measure: str
-    bound: str  # one of BOUNDS
-    factor: float
-    of: str
-
-
-@dataclass(frozen=True)
-class GradeSpec:
-    hint: str
-    checks: tuple[Check, ...]
-    duration_s: float | None  # shorter than the standard run, same rate and mix
-    # MB/min: a flat verdict fails when the harness's own RSS slope has its lower bound
-    # above this (the verdict series and the process disagree).
-    rss_grows_above: float | None = None
 
 
 @dataclass
@@ -105,52 +83,6 @@ class GradeResult:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def load_spec(lab: Lab) -> GradeSpec:
-    """The lab's `[grade]` table, validated; a lab without one grades on the verdict alone."""
-    raw = tomllib.loads((lab.lab_dir / "lab.toml").read_text()).get("grade", {})
-    if not isinstance(raw, dict):
-        raise LeakLabError(f"{lab.slug}: [grade] must be a table", "see leaklab/grade.py")
-    checks = []
-    for i, item in enumerate(raw.get("checks", [])):
-        where = f"{lab.slug}: [[grade.checks]] #{i + 1}"
-        bounds = [b for b in BOUNDS if b in item]
-        try:
-            if len(bounds) != 1:
-                raise KeyError("at_least or at_most, one of them")
-            check = Check(
-                str(item["name"]),
-                str(item["measure"]),
-                bounds[0],
-                float(item[bounds[0]]),
-                str(item["of"]),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise LeakLabError(
-                f"{where} is incomplete ({exc})", "give name, measure, at_least or at_most, and of"
-            ) from None
-        for measure in (check.measure, check.of):
-            if measure != "solution" and measure.partition(".")[0] not in MEASURE_KINDS:
-                raise LeakLabError(
-                    f"{where}: unknown measure {measure!r}",
-                    f"use {', '.join(k + '.<name>' for k in MEASURE_KINDS)} or 'solution'",
-                )
-        if check.measure == "solution":
-            raise LeakLabError(f"{where}: measure cannot be 'solution'", "name a measure")
-        checks.append(check)
-    duration = raw.get("duration_s")
-    if duration is not None and (not isinstance(duration, int | float) or duration <= 0):
-        raise LeakLabError(f"{lab.slug}: [grade] duration_s must be a positive number")
-    rss = raw.get("rss_grows_above")
-    if rss is not None and (not isinstance(rss, int | float) or rss <= 0):
-        raise LeakLabError(f"{lab.slug}: [grade] rss_grows_above must be a positive number")
-    return GradeSpec(
-        str(raw.get("hint", "")),
-        tuple(checks),
-        float(duration) if duration else None,
-        float(rss) if rss is not None else None,
-    )
 
 
 def measure(ds: dataset.Dataset, name: str, warmup_s: float = 0.0) -> float | None:
@@ -255,7 +187,7 @@ def grade(
             "grade your fix in service/ (the default), or a patch with --patch",
         )
     lab = published_lab(lab)
-    spec = load_spec(lab)
+    spec = lab.grade
     result = GradeResult(lab.slug, variant, hint=spec.hint)
     result.thresholds = {
         "flat_below": lab.analysis.flat_below,

@@ -7,14 +7,12 @@ and a few generic sampler kinds.
 
 from __future__ import annotations
 
-import difflib
 import re
 import shlex
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
+from leaklab import manifest, presets
 from leaklab.errors import LeakLabError
 from leaklab.paths import repo_root
 
@@ -59,6 +57,12 @@ class Build:
 
     commands: tuple[Command, ...]
     test: tuple[Command, ...]
+    # Placeholders the toolchain's preset adds (`{*sbt}`: how to start sbt).
+    values: dict[str, str] = field(default_factory=dict)
+    # Give every source file a new mtime before building: a toolchain that decides
+    # freshness by mtimes (cargo) and shares its cache between variants would otherwise
+    # reuse another variant's code (see `leaklab.presets`).
+    touch_sources: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,14 +87,6 @@ class Service:
     command: Command
     ready: Ready
     max_s: float
-
-    @property
-    def ready_http(self) -> str | None:
-        return self.ready.http
-
-    @property
-    def ready_timeout_s(self) -> float:
-        return self.ready.timeout_s
 
 
 @dataclass(frozen=True)
@@ -152,6 +148,33 @@ class Analysis:
     flat_below: float
 
 
+MEASURE_KINDS = ("load", "last", "peak", "median")
+BOUNDS = ("at_least", "at_most")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One `[[grade.checks]]`: `measure` must be at least (or at most) `factor` x `of`."""
+
+    name: str
+    measure: str
+    bound: str  # one of BOUNDS
+    factor: float
+    of: str
+
+
+@dataclass(frozen=True)
+class GradeSpec:
+    """`[grade]`: what a fix must also keep doing, beyond a flat verdict."""
+
+    hint: str = ""
+    checks: tuple[Check, ...] = ()
+    duration_s: float | None = None  # shorter than the standard run, same rate and mix
+    # MB/min: a flat verdict fails when the harness's own RSS slope has its lower bound
+    # above this (the verdict series and the process disagree).
+    rss_grows_above: float | None = None
+
+
 @dataclass(frozen=True)
 class Bench:
     """The per-operation view: a benchmark command and how to compare two outputs."""
@@ -202,6 +225,7 @@ class Lab:
     idle_s: float
     versions: dict[str, tuple[str, ...]]
     bench: Bench | None
+    grade: GradeSpec = GradeSpec()
     aux: tuple[Aux, ...] = ()
     extra_params: dict[str, str] = field(default_factory=dict)
     self_driving: bool = False  # no [load]: the service drives itself and exits
@@ -290,145 +314,6 @@ def fill(template: str, values: dict[str, str]) -> str:
     return PLACEHOLDER.sub(one, template)
 
 
-# Every key a lab.toml may have, by table; `*` marks a table whose keys are free (a map
-# of names: params, series, versions, env). A key not listed is a mistake, and a silent
-# one if nothing rejects it: a misspelt `flat_bellow` would leave the default in force.
-_READY = {"http": None, "tcp": None, "timeout_s": None}
-_BUILD = {"commands": None, "test": None, "env": "*"}
-_SCHEMA: dict[str, object] = {
-    "lab": {
-        **dict.fromkeys(("slug", "title", "runtime", "seed", "story", "editable")),
-        **dict.fromkeys(("hints", "fixtures", "course_tests")),
-        "versions": "*",
-    },
-    "variants": dict.fromkeys(("patches", "stage_names", "regression_tests")),
-    "build": _BUILD,
-    "service": {"command": None, "env": "*", "ready": _READY, "max_s": None},
-    "load": {"build": None, "command": None, "params": "*", "grace_s": None, "env": "*"},
-    "params": "*",
-    "run": dict.fromkeys(("sample_interval_s", "pre_load_s", "idle_s")),
-    "samplers": dict.fromkeys(("kind", "path", "interval_s", "series", "time_field")),
-    "snapshots": {**dict.fromkeys(("name", "http", "command", "timeout_s")), "env": "*"},
-    "aux": {"name": None, "command": None, "env": "*", "ready": _READY},
-    "implementations": {
-        "name": None,
-        "folder": None,
-        "build": _BUILD,
-        "service": {"command": None, "env": "*", "ready": _READY},
-        "snapshots": {**dict.fromkeys(("name", "http", "command", "timeout_s")), "env": "*"},
-    },
-    "analysis": dict.fromkeys(
-        ("warmup_s", "series", "verdict_series", "grows_above", "flat_below")
-    ),
-    "bench": dict.fromkeys(("command", "compare")),
-    "grade": {
-        "hint": None,
-        "duration_s": None,
-        "rss_grows_above": None,
-        "checks": dict.fromkeys(("name", "measure", "at_least", "at_most", "of")),
-    },
-}
-
-
-def check_keys(data: dict[str, Any], schema: dict[str, object], where: str, source: Path) -> None:
-    """Reject any key the schema does not know, naming the closest one it does."""
-    for key, value in data.items():
-        if key not in schema:
-            near = difflib.get_close_matches(key, list(schema), n=1)
-            table = f"[{where}] " if where else ""
-            raise LeakLabError(
-                f"{source}: {table}has an unknown key {key!r}",
-                f"did you mean {near[0]!r}?" if near else f"known keys: {', '.join(schema)}",
-            )
-        sub = schema[key]
-        inner = f"{where}.{key}" if where else key
-        if isinstance(sub, dict):
-            items = value if isinstance(value, list) else [value]
-            for item in items:
-                if isinstance(item, dict):
-                    check_keys(item, sub, inner, source)
-
-
-class _Table:
-    """A TOML table read with the file name and key path in every error."""
-
-    def __init__(self, data: dict[str, Any], where: str, source: Path) -> None:
-        self.data = data
-        self.where = where
-        self.source = source
-
-    def _err(self, key: str, problem: str) -> LeakLabError:
-        return LeakLabError(
-            f"{self.source}: [{self.where}] {key} {problem}",
-            "see tools/leaklab/README.md for the lab.toml schema",
-        )
-
-    def table(self, key: str, required: bool = True) -> _Table:
-        value = self.data.get(key)
-        if value is None and not required:
-            return _Table({}, f"{self.where}.{key}", self.source)
-        if not isinstance(value, dict):
-            raise self._err(key, "is missing or not a table")
-        return _Table(value, f"{self.where}.{key}", self.source)
-
-    def tables(self, key: str) -> list[_Table]:
-        value = self.data.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-            raise self._err(key, "must be an array of tables ([[...]])")
-        return [_Table(v, f"{self.where}.{key}[{i}]", self.source) for i, v in enumerate(value)]
-
-    def text(self, key: str, default: str | None = None) -> str:
-        value = self.data.get(key, default)
-        if not isinstance(value, str) or not value:
-            raise self._err(key, "is missing or not a non-empty string")
-        return value
-
-    def opt_str(self, key: str) -> str | None:
-        value = self.data.get(key)
-        if value is not None and not isinstance(value, str):
-            raise self._err(key, "must be a string")
-        return value
-
-    def num(self, key: str, default: float) -> float:
-        value = self.data.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise self._err(key, "must be a non-negative number")
-        return float(value)
-
-    def strs(self, key: str, default: list[str] | None = None) -> tuple[str, ...]:
-        value = self.data.get(key, default)
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise self._err(key, "must be a list of strings")
-        return tuple(value)
-
-    def str_map(self, key: str) -> dict[str, str]:
-        value = self.data.get(key, {})
-        if not isinstance(value, dict):
-            raise self._err(key, "must be a table of strings")
-        out: dict[str, str] = {}
-        for k, v in value.items():
-            if isinstance(v, bool) or not isinstance(v, str | int | float):
-                raise self._err(f"{key}.{k}", "must be a string or a number")
-            out[k] = str(v)
-        return out
-
-    def command(self, key: str, env_key: str = "env") -> Command:
-        argv = self.strs(key)
-        if not argv:
-            raise self._err(key, "must not be empty")
-        return Command(argv, self.str_map(env_key))
-
-    def commands(self, key: str) -> tuple[Command, ...]:
-        value = self.data.get(key, [])
-        if not isinstance(value, list) or not all(
-            isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)
-            for argv in value
-        ):
-            raise self._err(key, 'must be a list of argv lists, e.g. [["go", "build"]]')
-        env = self.str_map("env")
-        return tuple(Command(tuple(argv), env) for argv in value)
-
-
 def load_lab(name: str, root: Path | None = None) -> Lab:
     """Find a lab by number (`01`, `1`) or folder name, and parse its lab.toml."""
     root = root or repo_root()
@@ -457,194 +342,214 @@ def resolve_slug(name: str, root: Path) -> str:
 
 
 def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
-    """Parse `labs/NN/lab.toml`; `source` is the folder it sits in when that is not
-    `root` (a copy of the published lab). `{lab}` in any command is the lab folder."""
-    try:
-        text = path.read_text().replace("{lab}", str(path.parent))
-        raw = tomllib.loads(text)
-    except FileNotFoundError:
-        raise LeakLabError(f"{path} does not exist", "run from a Leak Lab checkout") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise LeakLabError(f"{path} is not valid TOML: {exc}", "fix the syntax") from None
-    check_keys(raw, _SCHEMA, "", path)
-    top = _Table(raw, "", path)
-    lab = top.table("lab")
-    slug = lab.text("slug")
-    if slug != path.parent.name:
-        raise lab._err("slug", f"is {slug!r} but the folder is {path.parent.name!r}")
-
-    variants = top.table("variants", required=False)
-    patches = variants.strs("patches", [])
-    stage_names = variants.strs("stage_names", list(patches))
-    if len(stage_names) != len(patches):
-        raise variants._err("stage_names", "must name each patch once")
-
-    versions = lab.table("versions", required=False).data
-    build = top.table("build")
-    service = top.table("service")
-    has_load = "load" in raw
-    load = top.table("load", required=False)
-    analysis = top.table("analysis")
-    run = top.table("run", required=False)
-
-    samplers = []
-    for s in top.tables("samplers"):
-        kind = s.text("kind")
-        if kind not in SAMPLER_KINDS:
-            raise s._err("kind", f"is {kind!r}; expected one of {', '.join(SAMPLER_KINDS)}")
-        if kind == "http_json" and not has_load:
-            raise s._err("kind", "http_json needs a service that listens (a [load] section)")
-        samplers.append(
-            Sampler(
-                kind,
-                s.str_map("series"),
-                s.num("interval_s", 0.5),
-                s.opt_str("path"),
-                s.opt_str("time_field"),
-            )
-        )
-    snapshots = _snapshots(top, has_load)
-    aux: list[Aux] = []
-    for a in top.tables("aux"):
-        name = a.text("name")
-        if not re.fullmatch(r"[a-z][a-z0-9_]*", name) or name in ("service", "load"):
-            raise a._err("name", f"is {name!r}; use lower case letters, digits and _")
-        if name in {x.name for x in aux}:
-            raise a._err("name", f"{name!r} is used twice")
-        aux.append(Aux(name, a.command("command"), _ready(a, default_tcp=False)))
-
-    implementations = _implementations(top, has_load, {"broken", "fixed", "mine"})
-
-    editable = lab.strs("editable", ["service"])
-    for item in editable:
-        if (item != "service" and not item.startswith("service/")) or ".." in item.split("/"):
-            raise lab._err("editable", f"has {item!r}; name service/ or folders inside it")
-
-    series = analysis.strs("series", ["rss_bytes"])
-    verdict_series = analysis.text("verdict_series", series[0])
-    if verdict_series not in series:
-        raise analysis._err("verdict_series", f"must be one of {list(series)}")
-
+    """Parse `labs/NN/lab.toml` (typed by `leaklab.manifest`, then the rules that relate
+    one key to another); `source` is the folder it sits in when that is not `root`."""
+    doc = manifest.read(path)
+    fail = _Failer(path)
+    info = doc.lab
+    if info.slug != path.parent.name:
+        raise fail("lab", "slug", f"is {info.slug!r} but the folder is {path.parent.name!r}")
+    has_load = doc.load is not None
     return Lab(
-        number=slug.split("-", 1)[0],
-        slug=slug,
-        title=lab.text("title"),
-        runtime=lab.text("runtime"),
-        seed=lab.text("seed"),
-        story=lab.text("story"),
+        number=info.slug.split("-", 1)[0],
+        slug=info.slug,
+        title=info.title,
+        runtime=info.runtime,
+        seed=info.seed,
+        story=info.story,
         root=root,
-        patches=patches,
-        stage_names=stage_names,
-        build=Build(build.commands("commands"), build.commands("test")),
+        **_stages(doc.variants, fail),
+        build=_build(doc.build, fail, "build"),
         service=Service(
-            service.command("command"),
-            # A listening service is probed by TCP unless told otherwise (as before);
-            # a self-driving one is not probed unless its lab.toml asks.
-            _ready(service, default_tcp=has_load),
-            service.num("max_s", 120),
+            _command(doc.service.command, doc.service.env),
+            # A listening service is probed by TCP unless told otherwise; a self-driving
+            # one is not probed unless its lab.toml asks.
+            _ready(doc.service.ready, has_load, fail, "service.ready"),
+            doc.service.max_s,
         ),
-        load=Load(
-            load.commands("build"),
-            load.command("command"),
-            load.str_map("params"),
-            load.num("grace_s", 15),
-        )
-        if has_load
-        else Load((), Command(()), {}, 0.0),
-        samplers=tuple(samplers),
-        snapshots=snapshots,
-        analysis=Analysis(
-            warmup_s=analysis.num("warmup_s", 10),
-            series=series,
-            verdict_series=verdict_series,
-            grows_above=analysis.num("grows_above", 1.0),
-            flat_below=analysis.num("flat_below", 1.0),
-        ),
-        sample_interval_s=run.num("sample_interval_s", 0.25),
-        pre_load_s=run.num("pre_load_s", 2),
-        idle_s=run.num("idle_s", 0),
-        versions={name: lab.table("versions").strs(name) for name in versions},
-        bench=_bench(top.table("bench", required=False)),
-        aux=tuple(aux),
-        extra_params=top.str_map("params"),
+        load=_load(doc.load),
+        samplers=tuple(_sampler(s, has_load, fail, i) for i, s in enumerate(doc.samplers)),
+        snapshots=_snapshots(doc.snapshots, has_load, fail, "snapshots"),
+        analysis=_analysis(doc.analysis, fail),
+        sample_interval_s=doc.run.sample_interval_s,
+        pre_load_s=doc.run.pre_load_s,
+        idle_s=doc.run.idle_s,
+        versions=dict(info.versions),
+        bench=_bench(doc.bench),
+        grade=_grade(doc.grade, fail),
+        aux=_aux(doc.aux, fail),
+        extra_params=_params(doc.params),
         self_driving=not has_load,
-        implementations=implementations,
-        editable=editable,
+        implementations=_implementations(doc.implementations, has_load, fail),
+        editable=_inside(info.editable, fail, "editable", folders=True),
+        fixtures=_inside(info.fixtures, fail, "fixtures", folders=False),
+        course_tests=info.course_tests or COURSE_TESTS.get(info.runtime, ()),
+        hints=info.hints,
         source=source,
-        hints=lab.strs("hints", []),
-        fixtures=_inside(lab, "fixtures", lab.strs("fixtures", [])),
-        course_tests=lab.strs("course_tests", list(COURSE_TESTS.get(lab.text("runtime"), ()))),
-        regression_tests=variants.strs("regression_tests", []),
     )
 
 
-def _inside(lab: _Table, key: str, paths: tuple[str, ...]) -> tuple[str, ...]:
+class _Failer:
+    """Errors about one lab.toml, in the manifest's words: file, table, key, problem."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __call__(self, table: str, key: str, problem: str) -> LeakLabError:
+        return LeakLabError(
+            f"{self.path}: [{table}] {key} {problem}".replace(" ]", "]"),
+            "see tools/leaklab/src/leaklab/manifest.py for the lab.toml schema",
+        )
+
+
+def _command(argv: tuple[str, ...], env: dict[str, str]) -> Command:
+    return Command(tuple(argv), dict(env))
+
+
+def _params(params: dict[str, str | int | float]) -> dict[str, str]:
+    return {name: str(value) for name, value in params.items()}
+
+
+def _stages(variants: manifest.Variants, fail: _Failer) -> dict[str, tuple[str, ...]]:
+    names = variants.stage_names if variants.stage_names is not None else variants.patches
+    if len(names) != len(variants.patches):
+        raise fail("variants", "stage_names", "must name each patch once")
+    return {
+        "patches": variants.patches,
+        "stage_names": names,
+        "regression_tests": variants.regression_tests,
+    }
+
+
+def _build(build: manifest.Build, fail: _Failer, table: str) -> Build:
+    """A `[build]`: the lab's own commands, or its toolchain preset's."""
+    preset = presets.find(build.preset) if build.preset else presets.NONE
+    if build.preset and preset is None:
+        raise fail(table, "preset", f"is {build.preset!r}; known: {', '.join(presets.names())}")
+    assert preset is not None
+    commands = build.commands if build.commands is not None else preset.commands
+    tests = build.test if build.test is not None else preset.test
+    env = dict(build.env)
+    return Build(
+        tuple(Command(tuple(a), env) for a in commands),
+        tuple(Command(tuple(a), env) for a in tests),
+        values=preset.values,
+        touch_sources=preset.touch_sources,
+    )
+
+
+def _load(load: manifest.Load | None) -> Load:
+    if load is None:  # self-driving: the service is its own load
+        return Load((), Command(()), {}, 0.0)
+    env = dict(load.env)
+    return Load(
+        tuple(Command(tuple(a), env) for a in load.build),
+        _command(load.command, env),
+        _params(load.params),
+        load.grace_s,
+    )
+
+
+def _sampler(s: manifest.Sampler, has_load: bool, fail: _Failer, i: int) -> Sampler:
+    if s.kind == "http_json" and not has_load:
+        raise fail(f"samplers[{i}]", "kind", "http_json needs a service that listens ([load])")
+    return Sampler(s.kind, dict(s.series), s.interval_s, s.path, s.time_field)
+
+
+def _analysis(a: manifest.Analysis, fail: _Failer) -> Analysis:
+    verdict = a.verdict_series or a.series[0]
+    if verdict not in a.series:
+        raise fail("analysis", "verdict_series", f"must be one of {list(a.series)}")
+    return Analysis(a.warmup_s, a.series, verdict, a.grows_above, a.flat_below)
+
+
+def _grade(g: manifest.Grade, fail: _Failer) -> GradeSpec:
+    checks = []
+    for i, c in enumerate(g.checks):
+        where = f"grade.checks[{i}]"
+        bounds = [
+            (b, v) for b, v in (("at_least", c.at_least), ("at_most", c.at_most)) if v is not None
+        ]
+        if len(bounds) != 1:
+            raise fail(where, "at_least/at_most", "give exactly one of the two")
+        for key, measure in (("measure", c.measure), ("of", c.of)):
+            kind = measure.partition(".")[0]
+            if kind not in MEASURE_KINDS and not (key == "of" and measure == "solution"):
+                kinds = ", ".join(k + ".<name>" for k in MEASURE_KINDS)
+                raise fail(where, key, f"is {measure!r}; use {kinds} (or 'solution' in of)")
+        checks.append(Check(c.name, c.measure, bounds[0][0], bounds[0][1], c.of))
+    return GradeSpec(g.hint, tuple(checks), g.duration_s, g.rss_grows_above)
+
+
+def _inside(paths: tuple[str, ...], fail: _Failer, key: str, folders: bool) -> tuple[str, ...]:
+    """Paths a learner may edit (`service` or below) or fixtures (files below it)."""
     for item in paths:
-        if not item.startswith("service/") or ".." in item.split("/"):
-            raise lab._err(key, f"has {item!r}; name a file inside service/")
+        below = item.startswith("service/") or (folders and item == "service")
+        if not below or ".." in item.split("/"):
+            raise fail("lab", key, f"has {item!r}; name service/ or a path inside it")
     return paths
 
 
-def _snapshots(owner: _Table, has_load: bool) -> tuple[Snapshot, ...]:
-    snapshots = []
-    for s in owner.tables("snapshots"):
-        http, cmd = s.opt_str("http"), s.data.get("command")
-        if (http is None) == (cmd is None):
-            raise s._err("http/command", "exactly one of the two must be given")
-        if http is not None and not has_load:
-            raise s._err("http", "needs a service that listens (a [load] section)")
-        snapshots.append(
-            Snapshot(
-                s.text("name"),
-                http,
-                s.command("command") if cmd else None,
-                s.num("timeout_s", 60),
-            )
-        )
-    return tuple(snapshots)
+def _snapshots(
+    items: tuple[manifest.Snapshot, ...], has_load: bool, fail: _Failer, table: str
+) -> tuple[Snapshot, ...]:
+    out = []
+    for i, s in enumerate(items):
+        if (s.http is None) == (s.command is None):
+            raise fail(f"{table}[{i}]", "http/command", "exactly one of the two must be given")
+        if s.http is not None and not has_load:
+            raise fail(f"{table}[{i}]", "http", "needs a service that listens ([load])")
+        command = _command(s.command, s.env) if s.command else None
+        out.append(Snapshot(s.name, s.http, command, s.timeout_s))
+    return tuple(out)
 
 
-def _implementations(top: _Table, has_load: bool, taken: set[str]) -> tuple[Implementation, ...]:
+def _aux(items: tuple[manifest.Aux, ...], fail: _Failer) -> tuple[Aux, ...]:
+    out: list[Aux] = []
+    for i, a in enumerate(items):
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", a.name) or a.name in ("service", "load"):
+            raise fail(f"aux[{i}]", "name", f"is {a.name!r}; use lower case letters, digits, _")
+        if a.name in {x.name for x in out}:
+            raise fail(f"aux[{i}]", "name", f"{a.name!r} is used twice")
+        ready = _ready(a.ready, False, fail, f"aux[{i}].ready")
+        out.append(Aux(a.name, _command(a.command, a.env), ready))
+    return tuple(out)
+
+
+def _implementations(
+    items: tuple[manifest.Implementation, ...], has_load: bool, fail: _Failer
+) -> tuple[Implementation, ...]:
     found: list[Implementation] = []
-    for t in top.tables("implementations"):
+    taken = {"broken", "fixed", "mine"}
+    for i, t in enumerate(items):
+        where = f"implementations[{i}]"
         if not has_load:
-            raise t._err("", "needs a service that listens (a [load] section)")
-        name = t.text("name")
-        if not re.fullmatch(r"[a-z][a-z0-9-]*", name) or name.startswith("stage-"):
-            raise t._err("name", f"is {name!r}; use lower case letters, digits and -")
-        if name in taken or name in {i.name for i in found}:
-            raise t._err("name", f"{name!r} is already a variant's name")
-        folder = t.text("folder", name)
+            raise fail(where, "", "needs a service that listens (a [load] section)")
+        if not re.fullmatch(r"[a-z][a-z0-9-]*", t.name) or t.name.startswith("stage-"):
+            raise fail(where, "name", f"is {t.name!r}; use lower case letters, digits and -")
+        if t.name in taken | {x.name for x in found}:
+            raise fail(where, "name", f"{t.name!r} is already a variant's name")
+        folder = t.folder or t.name
         if "/" in folder or folder in ("service", "load", "..", "."):
-            raise t._err("folder", f"is {folder!r}; name a folder beside service/")
-        build = t.table("build")
-        service = t.table("service")
-        found.append(
-            Implementation(
-                name,
-                folder,
-                Build(build.commands("commands"), build.commands("test")),
-                Service(service.command("command"), _ready(service, default_tcp=True), 120.0),
-                _snapshots(t, has_load),
-            )
-        )
+            raise fail(where, "folder", f"is {folder!r}; name a folder beside service/")
+        ready = _ready(t.service.ready, True, fail, f"{where}.service.ready")
+        service = Service(_command(t.service.command, t.service.env), ready, 120.0)
+        build = _build(t.build, fail, f"{where}.build")
+        snapshots = _snapshots(t.snapshots, has_load, fail, f"{where}.snapshots")
+        found.append(Implementation(t.name, folder, build, service, snapshots))
     return tuple(found)
 
 
-def _ready(owner: _Table, default_tcp: bool) -> Ready:
+def _ready(ready: manifest.Ready, default_tcp: bool, fail: _Failer, table: str) -> Ready:
     """`ready = { http = "/healthz" }`, `{ tcp = true }`, or none; `timeout_s` for either."""
-    ready = owner.table("ready", required=False)
-    http = ready.opt_str("http")
-    tcp = ready.data.get("tcp", default_tcp and http is None)
-    if not isinstance(tcp, bool):
-        raise ready._err("tcp", "must be true or false")
-    if http and tcp:
-        raise ready._err("http/tcp", "give one probe, not both")
-    return Ready(http, tcp, ready.num("timeout_s", 30))
+    tcp = ready.tcp if ready.tcp is not None else default_tcp and ready.http is None
+    if ready.http and tcp:
+        raise fail(table, "http/tcp", "give one probe, not both")
+    return Ready(ready.http, tcp, ready.timeout_s)
 
 
-def _bench(table: _Table) -> Bench | None:
-    if not table.data:
+def _bench(bench: manifest.Bench | None) -> Bench | None:
+    if bench is None:
         return None
-    compare = table.command("compare") if "compare" in table.data else None
-    return Bench(table.command("command"), compare)
+    compare = _command(bench.compare, {}) if bench.compare else None
+    return Bench(_command(bench.command, {}), compare)
