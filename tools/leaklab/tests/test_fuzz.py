@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -29,7 +29,7 @@ from leaklab.build import tail
 from leaklab.fuzz import Case, Fuzzer, Surface
 from leaklab.paths import repo_root, work_dir
 from leaklab.procs import wait_ready
-from leaklab.runner import Serving, Setup, serving
+from leaklab.runner import Serving, Setup, probe_for, serving
 from leaklab.samplers import Recorder, Sampler, rss_poll, tree_rss
 from leaklab.spec import Lab, load_lab
 
@@ -116,8 +116,8 @@ def still_ready(
     aux = next((a for a in setup.lab.aux if a.name == target.aux), None)
     ready = aux.ready if aux else setup.lab.service.ready
     base = setup.values[f"{target.aux}_url" if target.aux else "url"]
-    url = f"{base}{ready.http}" if ready.http else None
-    wait_ready(child, url, port, 10, lambda: tail(log), what="the fuzzed service")
+    probe = replace(probe_for(ready, base, port), timeout_s=10)
+    wait_ready(child, probe, lambda: tail(log), what="the fuzzed service")
 
 
 def fuzz_lab(

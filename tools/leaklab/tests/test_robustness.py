@@ -15,7 +15,7 @@ from conftest import fake_processes, interrupt, start_run
 
 from leaklab import doctor, procs, runner
 from leaklab.errors import LeakLabError
-from leaklab.procs import Ledger, ProcessGroup, port_in_use, reap, wait_ready
+from leaklab.procs import Ledger, Probe, ProcessGroup, port_in_use, reap, wait_ready
 from leaklab.runner import RunOptions, run
 from leaklab.spec import load_lab
 
@@ -195,7 +195,7 @@ def test_a_silent_service_says_its_log_is_empty(tmp_path: Path, probe: bool) -> 
     with ProcessGroup() as group:
         child = group.start(argv, cwd=tmp_path)
         with pytest.raises(LeakLabError) as failed:
-            wait_ready(child, None, procs.free_port(), 0.3, lambda: "", probe=probe)
+            wait_ready(child, Probe(procs.free_port(), timeout_s=0.3, enabled=probe), lambda: "")
     assert "(its log is empty" in failed.value.what
     assert not failed.value.what.rstrip().endswith(":")
 

@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import IO, Any
@@ -266,24 +267,28 @@ def _kill_group(pgid: int, started: float) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class Probe:
+    """How to know a started process is ready: a 2xx from `url`, else an accepted TCP
+    connection on `port`; when not `enabled`, only that it still runs a moment later."""
+
+    port: int
+    url: str | None = None
+    timeout_s: float = 30.0
+    enabled: bool = True
+
+
 def wait_ready(
     child: subprocess.Popen[bytes],
-    url: str | None,
-    port: int,
-    timeout_s: float,
+    probe: Probe,
     describe_failure: Callable[[], str],
     what: str = "the service",
-    probe: bool = True,
 ) -> float:
-    """Wait until the service answers its readiness probe; return the seconds it took.
-
-    With an HTTP path, ready means a 2xx answer; without one, an accepted TCP connection;
-    with `probe=False`, only that the child is still running a moment after its start.
-    A child that exits first, or a probe that never passes, is a clear error.
-    """
+    """Wait until the child passes its readiness probe; return the seconds it took.
+    A child that exits first, or a probe that never passes, is a clear error."""
     start = time.monotonic()
     describe = _or_empty(describe_failure)
-    if not probe:
+    if not probe.enabled:
         time.sleep(0.1)
         if child.poll() is not None:
             raise LeakLabError(
@@ -291,18 +296,19 @@ def wait_ready(
                 "read the log above; is the build current?",
             )
         return time.monotonic() - start
-    deadline = start + timeout_s
+    deadline = start + probe.timeout_s
     while time.monotonic() < deadline:
         if child.poll() is not None:
             raise LeakLabError(
                 f"{what} exited with code {child.returncode} before it was ready:\n{describe()}",
                 "read the service log above; is the port free and the build current?",
             )
-        if _probe(url, port):
+        if _probe(probe.url, probe.port):
             return time.monotonic() - start
         time.sleep(0.1)
     raise LeakLabError(
-        f"{what} was not ready within {timeout_s:.0f} s (probe: {url or f'tcp :{port}'}):\n"
+        f"{what} was not ready within {probe.timeout_s:.0f} s "
+        f"(probe: {probe.url or f'tcp :{probe.port}'}):\n"
         f"{describe()}",
         "check the service log above, or raise [service.ready] timeout_s in lab.toml",
     )

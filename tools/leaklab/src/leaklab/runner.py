@@ -41,6 +41,7 @@ from leaklab.paths import work_dir
 from leaklab.procs import (
     LOOPBACK,
     Ledger,
+    Probe,
     ProcessGroup,
     free_port,
     ledger_folder,
@@ -51,7 +52,7 @@ from leaklab.procs import (
 )
 from leaklab.progress import LiveProgress
 from leaklab.samplers import JsonlTail, Recorder, Sampler, http_json_poll, rss_poll, tree_rss
-from leaklab.spec import Aux, Lab, Snapshot, fill
+from leaklab.spec import Aux, Lab, Ready, Snapshot, fill
 
 SERIES_FILE_ENV = "LEAKLAB_SERIES_FILE"
 
@@ -225,16 +226,8 @@ def _start_aux(setup: Setup, group: ProcessGroup, aux: Aux, argv: list[str]) -> 
             stdout=sink,
             stderr=subprocess.STDOUT,
         )
-    url = f"{values[f'{aux.name}_url']}{aux.ready.http}" if aux.ready.http else None
-    took = wait_ready(
-        child,
-        url,
-        int(values[f"{aux.name}_port"]),
-        aux.ready.timeout_s,
-        lambda: tail(aux_log),
-        what=f"the {aux.name} (aux)",
-        probe=bool(aux.ready.http or aux.ready.tcp),
-    )
+    probe = probe_for(aux.ready, values[f"{aux.name}_url"], int(values[f"{aux.name}_port"]))
+    took = wait_ready(child, probe, lambda: tail(aux_log), what=f"the {aux.name} (aux)")
     setup.log(f"{aux.name} ready in {took:.1f} s (pid {child.pid})")
     return _Watched(f"the {aux.name} (aux)", child, aux_log, aux.name)
 
@@ -254,16 +247,16 @@ def _start_service(
             stderr=subprocess.STDOUT,
         )
     url = setup.values["url"]
-    ready_s = wait_ready(
-        service,
-        f"{url}{ready.http}" if ready.http else None,
-        int(setup.values["port"]),
-        ready.timeout_s,
-        lambda: tail(service_log),
-        probe=bool(ready.http or ready.tcp),
-    )
+    probe = probe_for(ready, url, int(setup.values["port"]))
+    ready_s = wait_ready(service, probe, lambda: tail(service_log))
     setup.log(f"service ready in {ready_s:.1f} s on {url} (pid {service.pid})")
     return service, ready_s
+
+
+def probe_for(ready: Ready, base_url: str, port: int) -> Probe:
+    """A lab.toml `ready` table as a probe of a process listening on `port`."""
+    url = f"{base_url}{ready.http}" if ready.http else None
+    return Probe(port, url, ready.timeout_s, enabled=bool(ready.http or ready.tcp))
 
 
 def _require(argv: list[str]) -> None:
