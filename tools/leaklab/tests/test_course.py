@@ -93,7 +93,6 @@ def test_compare_shows_every_captured_variant_in_one_table(slug: str) -> None:
     summaries = [report.summarise(lab, ds) for ds in runs]
     variants = {s.variant for s in summaries}
     assert variants >= {"broken", "fixed", *(i.name for i in lab.implementations)}
-    assert report.table(lab, summaries).row_count == len(runs)
     if lab.implementations:  # compared on latency as well as memory
         assert all(s.latency_ms for s in summaries), [s.name for s in summaries]
 

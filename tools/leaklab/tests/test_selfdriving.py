@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import git, interrupt, publish, start_run
+from conftest import fake_processes, git, interrupt, publish, start_run
 
 from leaklab import report
 from leaklab.errors import LeakLabError
@@ -24,18 +24,6 @@ SLUG = "91-selfdrive"
 
 def quiet(_: str) -> None:
     pass
-
-
-def processes_from(root: Path) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "cwd"]):
-        try:
-            text = " ".join(proc.info["cmdline"] or []) + " " + (proc.info["cwd"] or "")
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
-            continue
-        if str(root) in text and proc.pid != os.getpid():
-            found.append(proc)
-    return found
 
 
 @pytest.fixture
@@ -54,7 +42,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     publish(root, "self-driving lab")
     monkeypatch.setenv("LEAKLAB_ROOT", str(root))
     yield root
-    survivors = processes_from(root)
+    survivors = [p for p in fake_processes(root) if p.pid != os.getpid()]
     for proc in survivors:
         proc.kill()
     assert not survivors, f"orphan processes: {[p.info['cmdline'] for p in survivors]}"

@@ -34,7 +34,6 @@ class LoadResult:
     last: dict[str, Any] = field(default_factory=dict)
     exit_code: int | None = None
     timed_out: bool = False
-    wall_s: float = 0.0
 
 
 class LoadProgram:
@@ -46,7 +45,6 @@ class LoadProgram:
         self.result = LoadResult()
         self._child: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
-        self._started = 0.0
 
     @property
     def last_pid(self) -> int | None:
@@ -60,7 +58,6 @@ class LoadProgram:
     def start(
         self, argv: list[str], cwd: Path, log: Path, env: dict[str, str] | None = None
     ) -> None:
-        self._started = time.monotonic()
         with log.open("ab") as sink:  # the child keeps its own copy of the descriptor
             self._child = self.group.start(
                 argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=sink
@@ -82,7 +79,6 @@ class LoadProgram:
         if self._reader:
             self._reader.join(timeout=5)
         self.result.exit_code = self._child.returncode
-        self.result.wall_s = time.monotonic() - self._started
         return self.result
 
     def _read(self) -> None:
