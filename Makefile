@@ -54,7 +54,7 @@ capture: setup ## re-capture a lab's datasets (maintainers): make capture LAB=01
 	@for v in $$($(LEAKLAB) list --variants $(LAB)); do $(LEAKLAB) capture $(LAB) --variant $$v || exit 1; done
 
 notebooks: setup ## execute every notebook in place on the committed datasets
-	@.venv/bin/python -m leaklab.notebooks --in-place
+	@.venv/bin/leaklab notebooks --in-place
 
 jupyter: setup ## JupyterLab on the notebooks, from .venv, on 127.0.0.1:8888 (PORT=...)
 	@# --allow-root only where the shell is root (a bare container); Codespaces is not.
@@ -63,7 +63,7 @@ jupyter: setup ## JupyterLab on the notebooks, from .venv, on 127.0.0.1:8888 (PO
 	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
 bench: setup ## per-operation view of lab 01: go test -bench, broken vs fixed (benchstat)
-	@.venv/bin/python -m leaklab.bench $(LAB)
+	@.venv/bin/leaklab bench $(LAB)
 
 grade: setup ## grade your fix in labs/NN/service: make grade LAB=01
 	@$(LEAKLAB) grade $(LAB)

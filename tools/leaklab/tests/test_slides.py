@@ -14,7 +14,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from leaklab import slides, style
+from leaklab import style
+from leaklab.authoring import slides
 from leaklab.errors import LeakLabError
 from leaklab.paths import repo_root
 
@@ -99,14 +100,13 @@ def test_sync_draws_committed_plots_and_check_finds_them_missing_or_unused(
     image.unlink()
     assert slides.check(lab_root) == [
         "01-x.md: plots/01-fit-broken-go_heap_live_bytes.png is missing "
-        "(python -m leaklab.slides sync draws it)"
+        "(leaklab slides sync draws it)"
     ]
     slides.sync(lab_root)
     stale = image.with_name("01-fit-broken-rss_bytes.png")
     stale.write_bytes(image.read_bytes())
     assert slides.check(lab_root) == [
-        "plots/01-fit-broken-rss_bytes.png: no deck uses it "
-        "(python -m leaklab.slides sync removes it)"
+        "plots/01-fit-broken-rss_bytes.png: no deck uses it (leaklab slides sync removes it)"
     ]
     assert stale in slides.sync(lab_root) and not stale.exists()
 

@@ -1,4 +1,4 @@
-"""`python -m leaklab.bench LAB`: the lab's benchmark on broken and fixed, side by side.
+"""`leaklab bench LAB`: the lab's benchmark on broken and fixed, side by side.
 
 The per-operation view complements a run's slope: bytes and allocations per operation
 on each path, from the runtime's own benchmark tool (`go test -bench -benchmem` for
@@ -7,7 +7,6 @@ lab 01), compared with the lab's compare tool (benchstat) when it is installed.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from pathlib import Path
 from leaklab.build import build_variant
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
-from leaklab.spec import Lab, load_lab
+from leaklab.spec import Lab
 
 VARIANTS = ("broken", "fixed")
 
@@ -52,33 +51,15 @@ def compare(lab: Lab, files: dict[str, Path]) -> str:
     return result.stdout or result.stderr
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("lab")
-    parser.add_argument(
-        "--capture",
-        action="store_true",
-        help="write the outputs to datasets/<lab>/ instead of .leaklab/reports/",
-    )
-    args = parser.parse_args()
-    try:
-        lab = load_lab(args.lab)
-        dest = (
-            (lab.root / "datasets" / lab.slug)
-            if args.capture
-            else (work_dir(lab.root) / "reports" / lab.slug)
-        )
-        dest.mkdir(parents=True, exist_ok=True)
-        files = {variant: run_bench(lab, variant, dest) for variant in VARIANTS}
-        comparison = compare(lab, files)
-        (dest / "bench-compare.txt").write_text(comparison)
-        print(comparison)
-        outputs = [*files.values(), dest / "bench-compare.txt"]
-        print(f"outputs: {', '.join(str(f) for f in outputs)}", file=sys.stderr)
-    except LeakLabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
-
-
-if __name__ == "__main__":
-    main()
+def bench(lab: Lab, capture: bool) -> tuple[str, list[Path]]:
+    """Benchmark broken and fixed; the comparison and the files written (into
+    datasets/<lab>/ with `capture`, else .leaklab/reports/<lab>/)."""
+    if capture:
+        dest = lab.root / "datasets" / lab.slug
+    else:
+        dest = work_dir(lab.root) / "reports" / lab.slug
+    dest.mkdir(parents=True, exist_ok=True)
+    files = {variant: run_bench(lab, variant, dest) for variant in VARIANTS}
+    comparison = compare(lab, files)
+    (dest / "bench-compare.txt").write_text(comparison)
+    return comparison, [*files.values(), dest / "bench-compare.txt"]

@@ -172,16 +172,32 @@ def capture(
     duration: DurationOpt = None,
     rate: RateOpt = None,
     param: ParamOpt = None,
+    named: Annotated[
+        str | None,
+        typer.Option("--named", help="a run beside the standard ones: its dataset's name"),
+    ] = None,
+    into: Annotated[
+        str, typer.Option(help="with --named: a subfolder of datasets/<lab>/ (e.g. burst)")
+    ] = "",
+    order: Annotated[int | None, typer.Option(help="with --named: its place in tables")] = None,
 ) -> None:
     """A run whose dataset lands in datasets/<lab>/ (for the notebooks and READMEs)."""
     from leaklab.runner import RunOptions
 
     spec = load_lab(lab)
-    dest = spec.root / "datasets" / spec.slug
-    _run_and_print(
-        spec,
-        RunOptions(variant, _params(duration, rate, param), dest=dest, order=_order(spec, variant)),
+    if (into or order is not None) and not named:
+        raise LeakLabError("--into and --order name where a --named run goes", "add --named")
+    if "/" in into or ".." in into or (named and ("/" in named or named.startswith("."))):
+        raise LeakLabError("--named and --into are plain names, not paths", "e.g. --into burst")
+    dest = spec.root / "datasets" / spec.slug / into
+    options = RunOptions(
+        variant,
+        _params(duration, rate, param),
+        dest=dest,
+        name=named or dataset_name(variant),
+        order=order if order is not None else _order(spec, variant),
     )
+    _run_and_print(spec, options)
 
 
 @app.command()
@@ -337,6 +353,99 @@ def hint(
     shown = hints.show(spec, number)
     out.print(f"[bold]hint {shown.number} of {shown.total}[/bold]: {shown.text}", highlight=False)
     out.print(shown.next_step, highlight=False)
+
+
+@app.command()
+@interruptible
+def bench(
+    lab: LabArg,
+    capture: Annotated[
+        bool, typer.Option(help="write into datasets/<lab>/ instead of .leaklab/reports/")
+    ] = False,
+) -> None:
+    """The lab's per-operation benchmark on broken and fixed, side by side."""
+    from leaklab.bench import bench as run_bench
+
+    comparison, outputs = run_bench(load_lab(lab), capture)
+    out.print(comparison, highlight=False, markup=False)
+    err.print(f"outputs: {', '.join(str(f) for f in outputs)}", highlight=False)
+
+
+@app.command()
+def notebooks(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="notebooks to run (default: every course notebook)")
+    ] = None,
+    in_place: Annotated[
+        bool, typer.Option("--in-place", help="write the outputs into the notebook itself")
+    ] = False,
+) -> None:
+    """Execute notebooks top to bottom on the project's kernel (CI; --in-place refreshes
+    the outputs GitHub renders)."""
+    from nbclient.exceptions import CellExecutionError
+
+    from leaklab.notebooks import execute
+
+    for path in paths or sorted((repo_root() / "notebooks").glob("*.ipynb")):
+        try:
+            out.print(f"executed {path} -> {execute(path, in_place)}", highlight=False)
+        except CellExecutionError as exc:
+            err.print(f"[red]error:[/red] {path} failed:\n{exc}", highlight=False, markup=False)
+            raise typer.Exit(1) from None
+
+
+slides_app = typer.Typer(help="Authors: the decks in slides/, generated from the labs.")
+app.add_typer(slides_app, name="slides")
+
+
+@slides_app.command("check")
+def slides_check() -> None:
+    """Generated regions match their sources; every slide has speaker notes."""
+    from leaklab.authoring import slides
+
+    problems = slides.check()
+    for problem in problems:
+        err.print(problem, highlight=False, markup=False)
+    out.print(f"{len(slides.decks())} decks, {len(problems)} problems")
+    if problems:
+        raise typer.Exit(1)
+
+
+@slides_app.command("sync")
+def slides_sync(
+    only: Annotated[
+        list[str] | None, typer.Option(help="only regions of this kind (include, table, plot)")
+    ] = None,
+) -> None:
+    """Rewrite the generated regions and redraw slides/plots/."""
+    from leaklab.authoring import slides
+
+    for path in slides.sync(kinds=only or slides.KINDS):
+        out.print(f"updated {path}", highlight=False)
+
+
+@slides_app.command("build")
+def slides_build(
+    decks: Annotated[list[str] | None, typer.Argument(help="deck name prefixes")] = None,
+    dest: Annotated[Path | None, typer.Option("--out", help="default: slides/build")] = None,
+    pdf: Annotated[bool, typer.Option(help="PDF too (needs Chromium: CHROME_PATH)")] = False,
+    images: Annotated[bool, typer.Option(help="one PNG per slide, for review")] = False,
+) -> None:
+    """Expand and render the decks (Marp) into slides/build/."""
+    from leaklab.authoring import slides
+
+    for problem in slides.check():
+        err.print(f"warning: {problem}", highlight=False, markup=False)
+    for path in slides.build(out=dest, pdf=pdf, images=images, only=decks or []):
+        out.print(f"built {path}", highlight=False)
+
+
+@slides_app.command("new")
+def slides_new(lab: LabArg) -> None:
+    """Start a lab's deck from slides/template-lab.md."""
+    from leaklab.authoring import slides
+
+    out.print(f"created {slides.new_deck(lab)}", highlight=False)
 
 
 dev_app = typer.Typer(help="Maintainers: keep the course consistent.", no_args_is_help=True)

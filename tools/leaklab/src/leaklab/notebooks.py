@@ -1,4 +1,4 @@
-"""`python -m leaklab.notebooks`: execute every course notebook top to bottom.
+"""`leaklab notebooks`: execute every course notebook top to bottom.
 
 Used by CI (into a scratch copy: the committed notebook must run on the committed
 datasets) and by maintainers (`--in-place`, to refresh the outputs GitHub renders).
@@ -6,13 +6,10 @@ datasets) and by maintainers (`--in-place`, to refresh the outputs GitHub render
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
 
 from leaklab.paths import repo_root
 
@@ -37,21 +34,3 @@ def execute(path: Path, in_place: bool, timeout_s: int = 600, cwd: Path | None =
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, target)
     return target
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("notebooks", nargs="*", type=Path)
-    parser.add_argument("--in-place", action="store_true")
-    args = parser.parse_args()
-    paths = args.notebooks or sorted((repo_root() / "notebooks").glob("*.ipynb"))
-    for path in paths:
-        try:
-            print(f"executed {path} -> {execute(path, args.in_place)}")
-        except CellExecutionError as exc:
-            print(f"error: {path} failed:\n{exc}", file=sys.stderr)
-            sys.exit(1)
-
-
-if __name__ == "__main__":
-    main()

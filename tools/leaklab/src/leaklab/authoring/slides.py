@@ -1,4 +1,4 @@
-"""`python -m leaklab.slides`: the course's Marp decks, built from the real files.
+"""`leaklab slides`: the course's Marp decks, built from the real files.
 
 A deck (`slides/NN-*.md`) never retypes code or figures. It marks *generated regions*,
 each an opening HTML comment, generated text, and a closing comment:
@@ -37,13 +37,11 @@ Markers are HTML comments, which Marp shows as presenter notes: the build remove
 
 from __future__ import annotations
 
-import argparse
 import filecmp
 import os
 import re
 import shutil
 import subprocess
-import sys
 import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -377,12 +375,11 @@ def check(root: Path | None = None, paths: Sequence[Path] | None = None) -> list
             if region.body != want:
                 problems.append(
                     f"{deck.name}: <!-- {region.kind}: {region.arg} --> no longer matches "
-                    "its source (python -m leaklab.slides sync, then review the slide)"
+                    "its source (leaklab slides sync, then review the slide)"
                 )
             elif job and not (plots_dir(root) / job.name).is_file():
                 problems.append(
-                    f"{deck.name}: {IMAGES}/{job.name} is missing "
-                    "(python -m leaklab.slides sync draws it)"
+                    f"{deck.name}: {IMAGES}/{job.name} is missing (leaklab slides sync draws it)"
                 )
         for number, page in enumerate(slides_of(text), start=1):
             if NOT_CONTENT.search(page) or not page.strip():
@@ -391,7 +388,7 @@ def check(root: Path | None = None, paths: Sequence[Path] | None = None) -> list
                 problems.append(f"{deck.name}: slide {number} has no speaker notes")
     if paths is None:
         problems += [
-            f"{IMAGES}/{name}: no deck uses it (python -m leaklab.slides sync removes it)"
+            f"{IMAGES}/{name}: no deck uses it (leaklab slides sync removes it)"
             for name in unused_plots(root)
         ]
     return problems
@@ -483,9 +480,7 @@ def copy_images(text: str, deck_dir: Path, out: Path) -> None:
     for image in local_images(text, deck_dir):
         source = deck_dir / image
         if not source.is_file():
-            raise LeakLabError(
-                f"{source} is missing", "python -m leaklab.slides sync draws the plots"
-            )
+            raise LeakLabError(f"{source} is missing", "leaklab slides sync draws the plots")
         target = out / image
         if target.resolve() != source.resolve():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -531,7 +526,9 @@ def build(
     for extra in formats:
         # `--` ends the options: Marp prints its usage and exits 0 when an option
         # swallows the file names, so the outputs are checked below as well.
-        subprocess.run([*base, *extra, "--", *map(str, sources)], check=True, cwd=out)
+        done = subprocess.run([*base, *extra, "--", *map(str, sources)], check=False, cwd=out)
+        if done.returncode != 0:
+            raise LeakLabError(f"marp failed (exit {done.returncode})", "read its output above")
     suffixes = [".html", ".pdf"] if pdf else [".html"]
     expected = [(src, src.with_suffix(suffix)) for src in sources for suffix in suffixes]
     built = [target for _, target in expected]
@@ -565,51 +562,3 @@ def new_deck(lab_name: str, root: Path | None = None) -> Path:
         template = template.replace(f"{{{{{key}}}}}", value)
     target.write_text(template)
     return target
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m leaklab.slides", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("check", help="generated regions match their sources; notes everywhere")
-    s = sub.add_parser("sync", help="rewrite generated regions and redraw slides/plots/")
-    s.add_argument(
-        "--only", choices=KINDS, action="append", help="only regions of this kind (repeatable)"
-    )
-    b = sub.add_parser("build", help="expand and render decks into slides/build/")
-    b.add_argument("decks", nargs="*", help="deck name prefixes (default: all)")
-    b.add_argument("--out", type=Path)
-    b.add_argument("--pdf", action="store_true", help="PDF too (needs chromium: CHROME_PATH)")
-    b.add_argument("--images", action="store_true", help="one PNG per slide, for review")
-    n = sub.add_parser("new", help="start a lab's deck from slides/template-lab.md")
-    n.add_argument("lab")
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "check":
-            problems = check()
-            for problem in problems:
-                print(problem, file=sys.stderr)
-            print(f"{len(decks())} decks, {len(problems)} problems")
-            return 1 if problems else 0
-        if args.command == "sync":
-            for path in sync(kinds=args.only or KINDS):
-                print(f"updated {path}")
-            return 0
-        if args.command == "build":
-            problems = check()
-            for problem in problems:
-                print(f"warning: {problem}", file=sys.stderr)
-            for path in build(out=args.out, pdf=args.pdf, images=args.images, only=args.decks):
-                print(f"built {path}")
-            return 0
-        print(f"created {new_deck(args.lab)}")
-        return 0
-    except LeakLabError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except subprocess.CalledProcessError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
