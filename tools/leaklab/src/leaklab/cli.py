@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, ParamSpec
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from leaklab.errors import LeakLabError
 from leaklab.paths import repo_root, work_dir
@@ -460,6 +461,19 @@ def dev_lock() -> None:
     out.print(f"wrote {dev.lock(repo_root())}")
 
 
+@dev_app.command("new")
+def dev_new(
+    slug: Annotated[str, typer.Argument(help="NN-words-with-dashes, e.g. 06-go-timer-leak")],
+    preset: Annotated[str, typer.Option(help="the toolchain: go, cargo, mix or sbt")] = "go",
+) -> None:
+    """Start a lab: a lab.toml that parses, a README skeleton, empty service/ and load/."""
+    from leaklab.authoring.new_lab import new_lab
+
+    for path in new_lab(repo_root(), slug, preset):
+        out.print(f"wrote {path}", highlight=False)
+    out.print("next: fill in the TODOs, then `leaklab dev check` lists what is missing")
+
+
 @dev_app.command("check")
 def dev_check() -> None:
     """The course agrees with itself: the base record, every stage, every lab's files."""
@@ -467,7 +481,7 @@ def dev_check() -> None:
 
     problems = dev.check(repo_root())
     for line in problems:
-        out.print(f"[red]x[/red] {line}", highlight=False)
+        out.print(f"[red]x[/red] {escape(line)}", highlight=False)
     if problems:
         raise typer.Exit(1)
     out.print(f"the course is consistent ({len(lab_slugs())} labs)")

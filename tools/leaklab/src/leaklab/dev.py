@@ -3,7 +3,8 @@
 `lock` records each lab's published trees (`leaklab.base`); `check` proves the course
 agrees with itself: the record matches the files, every published tree is committed,
 every solution stage materialises (its patches apply in order), and every lab has its
-README, notebook, deck, datasets and grading cases.
+README (with the manifest's hints), notebook, deck, datasets, grading cases, a row in
+the course map, a classroom grading step and a regression test named by its fix.
 """
 
 from __future__ import annotations
@@ -92,4 +93,12 @@ def _file_problems(lab: Lab) -> list[str]:
     readme = (root / "README.md").read_text() if (root / "README.md").is_file() else ""
     if f"(labs/{slug}/README.md)" not in readme:
         problems.append(f"{slug}: the course map in README.md has no row linking the lab")
+    classroom = root / ".github" / "workflows" / "classroom.yml"
+    text = classroom.read_text() if classroom.is_file() else ""
+    if f"leaklab grade {lab.number} " not in text:
+        problems.append(
+            f"{slug}: {classroom.relative_to(root)} has no `leaklab grade {lab.number}` step"
+        )
+    if lab.patches and not lab.regression_tests:
+        problems.append(f"{slug}: [variants] regression_tests names no test added by the fix")
     return problems

@@ -443,11 +443,16 @@ def _check_load(lab: Lab, result: LoadResult, duration_s: float, load_log: Path)
             f"it was killed (log: {load_log})",
             "the load program must bound its own duration",
         )
-    if result.exit_code != 0 or not result.final:
+    if result.exit_code != 0:
         raise LeakLabError(
             f"the load program failed (exit {result.exit_code}); last lines of {load_log}:\n"
             f"{tail(load_log)}",
             "fix the load flags in lab.toml or --param",
+        )
+    if not result.final:
+        raise LeakLabError(
+            'the load program exited without its final progress line ({"done": true, ...})',
+            "print one JSON object per second and a last one with done: true (leaklab.load)",
         )
 
 
