@@ -125,8 +125,8 @@ def test_a_metric_that_hides_the_leak_fails_the_rss_cross_check(graded_repo: Pat
     assert "RSS" in result.reason and "disagree" in result.reason
 
 
-def test_weakened_tests_cannot_pass_the_test_gate(graded_repo: Path) -> None:
-    """The grade runs the course's tests as published, not the learner's."""
+def with_a_course_test(graded_repo: Path) -> Path:
+    """The fake lab with a published test file (`course_tests`), as a real lab has."""
     service = graded_repo / "labs" / "90-fake" / "service"
     (service / "test_server.py").write_text("import server\nassert isinstance(server.HELD, list)\n")
     toml = graded_repo / "labs" / "90-fake" / "lab.toml"
@@ -140,6 +140,12 @@ def test_weakened_tests_cannot_pass_the_test_gate(graded_repo: Path) -> None:
         )
     )
     publish(graded_repo, "a course test")
+    return service
+
+
+def test_weakened_tests_cannot_pass_the_test_gate(graded_repo: Path) -> None:
+    """The grade runs the course's tests as published, not the learner's."""
+    service = with_a_course_test(graded_repo)
     server = service / "server.py"
     server.write_text(
         server.read_text()
@@ -150,6 +156,18 @@ def test_weakened_tests_cannot_pass_the_test_gate(graded_repo: Path) -> None:
     result = grade(load_lab("90", graded_repo), "mine", log=quiet)
     assert (result.passed, result.stage) == (False, "tests"), result.reason
     assert "course's unit tests fail" in result.reason and "\x1b[" not in result.reason
+
+
+def test_the_learners_own_tests_are_run_and_reported_not_graded(graded_repo: Path) -> None:
+    """A valid fix passes on the course's tests; the learner's own, changed tests run
+    too and their failure is reported beside the grade, not as the grade."""
+    service = with_a_course_test(graded_repo)
+    server = service / "server.py"
+    server.write_text(server.read_text().replace("HELD.append(body)", "pass  # fixed"))
+    (service / "test_server.py").write_text("raise SystemExit('my own test is not done')\n")
+    result = grade(load_lab("90", graded_repo), "mine", log=quiet)
+    assert result.passed, result.reason
+    assert result.own_tests is not None and result.own_tests.startswith("failed")
 
 
 def test_a_reference_of_zero_is_unusable_not_a_pass() -> None:

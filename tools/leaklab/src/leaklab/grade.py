@@ -80,6 +80,9 @@ class GradeResult:
     versions: dict[str, str] = field(default_factory=dict)
     # Files the learner changed outside the editable folders: not graded, listed.
     ignored: list[str] = field(default_factory=list)
+    # The learner's own tests, when they differ from the course's: run, reported, never
+    # decisive ("passed", or "failed: <why>"); None when the learner left them alone.
+    own_tests: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -239,7 +242,36 @@ def _build_and_test(
             log(f"unit tests: already passed on this exact tree (build {built.key})")
     except LeakLabError as exc:
         return _fail(result, "tests", f"the course's unit tests fail: {plain(exc.what)}")
+    result.own_tests = _own_tests(lab, variant, log)
     return None
+
+
+def _own_tests(lab: Lab, variant: str, log: Callable[[str], None]) -> str | None:
+    """The learner's own tests, run on their tree as they wrote them, when they differ
+    from the published ones: reported beside the grade, never part of it (a learner may
+    weaken their own tests; the course's decide)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        own, published = Path(tmp) / "own", Path(tmp) / "published"
+        materialise(lab, variant, own)
+        materialise(lab, "broken", published)
+        patterns = [g.removeprefix("service/") for g in lab.course_tests]
+        if not _differs(own, published, patterns):
+            return None
+    log("your own tests differ from the course's: running them too (reported, not graded)")
+    try:
+        built = build_variant(lab, variant, log)
+        run_tests(lab, built, built.src.parent / "grade-own-tests.log", TEST_TIMEOUT_S, True)
+    except LeakLabError as exc:
+        return f"failed: {plain(exc.what).splitlines()[0]}"
+    return "passed"
+
+
+def _differs(mine: Path, course: Path, patterns: list[str]) -> bool:
+    def files(tree: Path) -> dict[str, bytes]:
+        found = (p for pattern in patterns for p in tree.glob(pattern) if p.is_file())
+        return {p.relative_to(tree).as_posix(): p.read_bytes() for p in found}
+
+    return files(mine) != files(course)
 
 
 def _measure(

@@ -27,6 +27,8 @@ def grade_report(lab: Lab, result: GradeResult) -> Iterator[str]:
         yield f"  captured {label}: {shown}"
     for check in result.checks:
         yield f"  [{'x' if check.passed else ' '}] {check.name}: {check.detail}"
+    if result.own_tests:
+        yield f"  your own tests (not graded; the course's tests decide): {result.own_tests}"
     if not result.passed and result.hint:
         yield f"  hint: {result.hint}"
     if result.dataset:
