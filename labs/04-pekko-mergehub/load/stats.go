@@ -27,6 +27,7 @@ type progress struct {
 	SubscriberErrors int64   `json:"subscriber_errors"`
 	Done             bool    `json:"done,omitempty"`
 	Histogram        *bool   `json:"histogram,omitempty"`
+	HistogramsDuring *int    `json:"histograms_during,omitempty"`
 }
 
 func (s *stats) progress(elapsed time.Duration) progress {
