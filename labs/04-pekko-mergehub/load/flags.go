@@ -27,6 +27,7 @@ type config struct {
 	// beside histogramPath as histogram-during-<t>.txt (the snapshots taken under load);
 	// a time not before the end of a shorter -duration is skipped
 	histogramsDuring []time.Duration
+	duringNames      []string // each time as given ("30s"), which names its file
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -55,6 +56,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			return cfg, fmt.Errorf("-histogram-during: %q is not a positive duration", d)
 		}
 		cfg.histogramsDuring = append(cfg.histogramsDuring, t)
+		cfg.duringNames = append(cfg.duringNames, d)
 	}
 	cfg.events = split(events)
 	cfg.watched = split(watched)

@@ -88,12 +88,13 @@ func saveHistogramsDuring(ctx context.Context, client *http.Client, cfg config) 
 	ctx, cancel := context.WithCancel(ctx)
 	results := make(chan bool, len(cfg.histogramsDuring))
 	due := 0
-	for _, at := range cfg.histogramsDuring {
+	for i, at := range cfg.histogramsDuring {
 		if at >= cfg.duration {
 			continue
 		}
 		due++
-		path := filepath.Join(filepath.Dir(cfg.histogramPath), fmt.Sprintf("histogram-during-%s.txt", at))
+		name := fmt.Sprintf("histogram-during-%s.txt", cfg.duringNames[i])
+		path := filepath.Join(filepath.Dir(cfg.histogramPath), name)
 		go func() {
 			select {
 			case <-time.After(at):

@@ -72,7 +72,7 @@ func TestHistogramsDuringTheLoadAreSavedBesideTheAfterLoadOne(t *testing.T) {
 	hist := filepath.Join(t.TempDir(), "histogram-after-load.txt")
 	var out, errOut bytes.Buffer
 	code := run([]string{"-url", srv.URL, "-watched", "", "-rate", "50", "-duration", "1s",
-		"-histogram-out", hist, "-histogram-during", "300ms,600ms,5s"}, &out, &errOut)
+		"-histogram-out", hist, "-histogram-during", "300ms,0.6s,5s"}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
@@ -81,7 +81,7 @@ func TestHistogramsDuringTheLoadAreSavedBesideTheAfterLoadOne(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil || final.HistogramsDuring == nil || *final.HistogramsDuring != 2 {
 		t.Fatalf("final = %q (%v), want histograms_during 2 (5s is past the end)", lines[len(lines)-1], err)
 	}
-	for _, name := range []string{"histogram-during-300ms.txt", "histogram-during-600ms.txt"} {
+	for _, name := range []string{"histogram-during-300ms.txt", "histogram-during-0.6s.txt"} {
 		if _, err := os.Stat(filepath.Join(filepath.Dir(hist), name)); err != nil {
 			t.Error(err)
 		}
