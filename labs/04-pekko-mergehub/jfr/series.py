@@ -7,7 +7,10 @@ Reads the recording with the JDK's own `jfr print --json` and writes
 - OUT_DIR/jfr-gc-heap.csv: `uptime_s,when,heap_used_bytes` for every jdk.GCHeapSummary
   (before and after each collection), the JVM's continuous view of its heap;
 - OUT_DIR/jfr-alloc.csv: `class,samples,weight_bytes` for jdk.ObjectAllocationSample,
-  the classes allocated most by sampled weight.
+  the classes allocated most by sampled weight;
+- OUT_DIR/jfr-old-objects.txt: jdk.OldObjectSample, JFR's leak detector: the sampled
+  objects still alive at the dump, counted by class and by GC root, then `jfr print`'s
+  own text of the samples whose path from a GC root passes a MergeHub (at most three).
 Times are seconds since the JVM started (jdk.JVMInformation), so they line up with the
 `jvm_uptime_ms` series the harness samples from /metrics. Prints a one-line summary.
 """
@@ -63,8 +66,52 @@ def main(recording: Path, out_dir: Path) -> None:
         w.writerow(["class", "samples", "weight_bytes"])
         for name, weight in weights.most_common(40):
             w.writerow([name, samples[name], weight])
+    old = old_objects(recording, out_dir / "jfr-old-objects.txt")
     after = sum(1 for e in heap if e["values"]["when"] == "After GC")
-    print(f"{after} collections, {sum(samples.values())} allocation samples")
+    print(f"{after} collections, {sum(samples.values())} allocation samples, {old} old-object samples")
+
+
+def chain(obj: dict | None) -> list[str]:
+    """Class names along an OldObjectSample's reference chain, sampled object first."""
+    names: list[str] = []
+    while isinstance(obj, dict):
+        kind = obj.get("type")
+        if isinstance(kind, dict) and kind.get("name"):
+            names.append(kind["name"])
+        ref = obj.get("referrer")
+        obj = ref.get("object") if isinstance(ref, dict) else None
+    return names
+
+
+def old_objects(recording: Path, target: Path) -> int:
+    samples = events(recording, "jdk.OldObjectSample")
+    by_class: Counter[str] = Counter()
+    by_root: Counter[str] = Counter()
+    via_hub = 0
+    for e in samples:
+        v = e["values"]
+        names = chain(v.get("object"))
+        by_class[names[0] if names else "?"] += 1
+        root = v.get("root") or {}
+        by_root[f"{root.get('system') or '?'} / {root.get('type') or '?'}"] += 1
+        via_hub += any("MergeHub" in n for n in names)
+    text = subprocess.run(
+        ["jfr", "print", "--events", "jdk.OldObjectSample", "--stack-depth", "8", str(recording)],
+        capture_output=True, check=True, text=True,
+    ).stdout
+    shown = [b for b in text.split("jdk.OldObjectSample {")[1:] if "MergeHub" in b][:3]
+    with target.open("w") as f:
+        f.write(f"# jdk.OldObjectSample: {len(samples)} live sampled objects at the dump,"
+                f" {via_hub} with a path from a GC root through a MergeHub class\n")
+        f.write("# by class of the sampled object\n")
+        for name, n in by_class.most_common(15):
+            f.write(f"{n:6d}  {name}\n")
+        f.write("# by GC root (system / type)\n")
+        for name, n in by_root.most_common():
+            f.write(f"{n:6d}  {name}\n")
+        for block in shown:
+            f.write("\njdk.OldObjectSample {" + block.rstrip() + "\n")
+    return len(samples)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,11 @@ type config struct {
 	timeout       time.Duration
 	concurrency   int
 	histogramPath string // where to save the class histogram taken after the load, or ""
+	// times after the start of publishing at which to save a class histogram as well,
+	// beside histogramPath as histogram-during-<t>.txt (the snapshots taken under load);
+	// a time not before the end of a shorter -duration is skipped
+	histogramsDuring []time.Duration
+	duringNames      []string // each time as given ("30s"), which names its file
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -40,8 +45,18 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Second, "per-request timeout")
 	fs.IntVar(&cfg.concurrency, "concurrency", 256, "cap on requests in flight; beyond it a due request is skipped")
 	fs.StringVar(&cfg.histogramPath, "histogram-out", "", "save GET /debug/class-histogram here when the load ends")
+	var during string
+	fs.StringVar(&during, "histogram-during", "", "also save histograms during the load at these times, e.g. 30s,60s (needs -histogram-out)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	for _, d := range split(during) {
+		t, err := time.ParseDuration(d)
+		if err != nil || t <= 0 {
+			return cfg, fmt.Errorf("-histogram-during: %q is not a positive duration", d)
+		}
+		cfg.histogramsDuring = append(cfg.histogramsDuring, t)
+		cfg.duringNames = append(cfg.duringNames, d)
 	}
 	cfg.events = split(events)
 	cfg.watched = split(watched)
@@ -61,6 +76,8 @@ func (c config) check() error {
 		return fmt.Errorf("-rate %g is out of range (0, 10000]", c.rate)
 	case c.duration <= 0 || c.duration > 10*time.Minute:
 		return fmt.Errorf("-duration %s is out of range (0, 10m]", c.duration)
+	case len(c.histogramsDuring) > 0 && c.histogramPath == "":
+		return errors.New("-histogram-during needs -histogram-out (its files go beside it)")
 	}
 	for _, w := range c.watched {
 		if !contains(c.events, w) {

@@ -6,7 +6,8 @@
 // It stops by itself after -duration. Every second it prints one JSON line of
 // cumulative counts to stdout, and one final line with "done": true. With
 // -histogram-out it saves the service's class histogram the moment publishing
-// ends, the "snapshot after load".
+// ends, the "snapshot after load"; with -histogram-during also at the times given,
+// while publishing goes on (histogram-during-30s.txt beside it, for 30s).
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -61,17 +63,57 @@ func drive(ctx context.Context, cfg config, out io.Writer) error {
 	subs.connect(subCtx)
 
 	start := time.Now()
+	during := saveHistogramsDuring(ctx, client, cfg)
 	pub := &publisher{cfg: cfg, client: client, stats: &st}
 	pub.run(ctx, start, func() { _ = enc.Encode(st.progress(time.Since(start))) })
 	subs.close(cancelSubs)
+	saved := during()
 
 	final := st.progress(time.Since(start))
 	final.Done = true
+	if len(cfg.histogramsDuring) > 0 {
+		final.HistogramsDuring = &saved
+	}
 	if cfg.histogramPath != "" {
 		ok := saveHistogram(ctx, client, cfg.base, cfg.histogramPath) == nil
 		final.Histogram = &ok
 	}
 	return enc.Encode(final)
+}
+
+// saveHistogramsDuring starts one timer per -histogram-during time; the function
+// it returns waits for them (a timer not yet due is cancelled) and says how many
+// histograms were saved. Each is a full GC in the service, as jcmd's is.
+func saveHistogramsDuring(ctx context.Context, client *http.Client, cfg config) func() int {
+	ctx, cancel := context.WithCancel(ctx)
+	results := make(chan bool, len(cfg.histogramsDuring))
+	due := 0
+	for i, at := range cfg.histogramsDuring {
+		if at >= cfg.duration {
+			continue
+		}
+		due++
+		name := fmt.Sprintf("histogram-during-%s.txt", cfg.duringNames[i])
+		path := filepath.Join(filepath.Dir(cfg.histogramPath), name)
+		go func() {
+			select {
+			case <-time.After(at):
+				results <- saveHistogram(ctx, client, cfg.base, path) == nil
+			case <-ctx.Done():
+				results <- false
+			}
+		}()
+	}
+	return func() int {
+		saved := 0
+		for range due {
+			if <-results {
+				saved++
+			}
+		}
+		cancel()
+		return saved
+	}
 }
 
 // saveHistogram writes GET /debug/class-histogram to path. A failure is

@@ -14,7 +14,7 @@ import (
 	"testing"
 )
 
-// fakeService answers publishes like the service (202, accepted or dropped)
+// fakeService answers publishes like the service (202 accepted, or 503 dropped)
 // and serves a histogram; it has no WebSocket endpoint.
 func fakeService(t *testing.T, published *atomic.Int64) *httptest.Server {
 	t.Helper()
@@ -25,12 +25,13 @@ func fakeService(t *testing.T, published *atomic.Int64) *httptest.Server {
 			http.Error(w, "bad location", http.StatusBadRequest)
 			return
 		}
-		status := "accepted"
 		if published.Add(1)%2 == 0 {
-			status = "dropped"
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"error":"location dropped: the event's queue is full"}`)
+			return
 		}
 		w.WriteHeader(http.StatusAccepted)
-		_, _ = io.WriteString(w, `{"status":"`+status+`"}`)
+		_, _ = io.WriteString(w, `{"status":"accepted"}`)
 	})
 	mux.HandleFunc("GET /debug/class-histogram", func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, " num     #instances         #bytes  class name\n")
@@ -62,6 +63,31 @@ func TestRunPublishesAtTheRateAndStops(t *testing.T) {
 	}
 	if _, err := os.Stat(hist); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestHistogramsDuringTheLoadAreSavedBesideTheAfterLoadOne(t *testing.T) {
+	var published atomic.Int64
+	srv := fakeService(t, &published)
+	hist := filepath.Join(t.TempDir(), "histogram-after-load.txt")
+	var out, errOut bytes.Buffer
+	code := run([]string{"-url", srv.URL, "-watched", "", "-rate", "50", "-duration", "1s",
+		"-histogram-out", hist, "-histogram-during", "300ms,0.6s,5s"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var final progress
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil || final.HistogramsDuring == nil || *final.HistogramsDuring != 2 {
+		t.Fatalf("final = %q (%v), want histograms_during 2 (5s is past the end)", lines[len(lines)-1], err)
+	}
+	for _, name := range []string{"histogram-during-300ms.txt", "histogram-during-0.6s.txt"} {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(hist), name)); err != nil {
+			t.Error(err)
+		}
+	}
+	if code := run([]string{"-url", srv.URL, "-histogram-during", "30s"}, &out, &errOut); code != 2 {
+		t.Errorf("-histogram-during without -histogram-out: exit %d, want 2", code)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -111,17 +112,20 @@ func (p *publisher) send(n int64) {
 		return
 	}
 	defer resp.Body.Close()
+	// 202 is accepted; a 503 whose reason says the location was dropped (a full
+	// queue) is counted apart from other failures.
 	var answer struct {
-		Status string `json:"status"`
+		Error string `json:"error"`
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	switch {
-	case err != nil || resp.StatusCode != http.StatusAccepted:
-		p.stats.errors.Add(1)
-	case json.Unmarshal(raw, &answer) == nil && answer.Status == "dropped":
+	case err == nil && resp.StatusCode == http.StatusAccepted:
+		p.stats.accepted.Add(1)
+	case err == nil && resp.StatusCode == http.StatusServiceUnavailable &&
+		json.Unmarshal(raw, &answer) == nil && strings.Contains(answer.Error, "dropped"):
 		p.stats.dropped.Add(1)
 	default:
-		p.stats.accepted.Add(1)
+		p.stats.errors.Add(1)
 	}
 }
 

@@ -129,12 +129,13 @@ func checkLoopback(addr string) error {
 
 func serve(opts options, logger *log.Logger) error {
 	backend := &bulk.SlowBackend{Latency: opts.backendLatency, Timeout: opts.cfg.BackendTimeout}
-	engine, err := bulk.New(opts.cfg, backend)
+	// countStored (vars.go) counts what the backend accepts, for backend_docs.
+	engine, err := bulk.New(opts.cfg, countStored(backend))
 	if err != nil {
 		return err
 	}
 	counters := new(checkin.Counters)
-	publishVars(engine, backend, counters)
+	publishVars(engine, counters)
 
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {

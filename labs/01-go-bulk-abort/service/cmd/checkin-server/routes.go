@@ -4,8 +4,6 @@ import (
 	"expvar"
 	"net/http"
 	"net/http/pprof"
-	"runtime"
-	"runtime/metrics"
 
 	"leaklab.dev/bulkabort/bulk"
 	"leaklab.dev/bulkabort/checkin"
@@ -41,13 +39,11 @@ func newMux(engine *bulk.Engine, counters *checkin.Counters) *http.ServeMux {
 	return mux
 }
 
-// publishVars adds the service's counters to expvar, next to the memstats and
-// cmdline that the expvar package publishes itself. backend_docs lets a grader
-// tell a fix that stores every check-in from one that answers without storing.
-func publishVars(engine *bulk.Engine, backend *bulk.SlowBackend, c *checkin.Counters) {
+// publishVars adds the service's own counters to expvar, next to the memstats
+// and cmdline that the expvar package publishes itself and the measures that
+// vars.go publishes (goroutines, gc_heap_live_bytes, backend_docs).
+func publishVars(engine *bulk.Engine, c *checkin.Counters) {
 	stats := engine.Stats()
-	expvar.Publish("goroutines", expvar.Func(func() any { return runtime.NumGoroutine() }))
-	expvar.Publish("gc_heap_live_bytes", expvar.Func(liveHeapBytes))
 	expvar.Publish("checkins_ok", expvar.Func(func() any { return c.OK.Load() }))
 	expvar.Publish("checkins_aborted_before_enqueue", expvar.Func(func() any { return c.AbortedBeforeEnqueue.Load() }))
 	expvar.Publish("checkins_aborted_after_enqueue", expvar.Func(func() any { return c.AbortedAfterEnqueue.Load() }))
@@ -55,19 +51,5 @@ func publishVars(engine *bulk.Engine, backend *bulk.SlowBackend, c *checkin.Coun
 	expvar.Publish("checkins_rejected", expvar.Func(func() any { return c.Rejected.Load() }))
 	expvar.Publish("flushes", expvar.Func(func() any { return stats.Flushes.Load() }))
 	expvar.Publish("bulk_pool_allocs", expvar.Func(func() any { return stats.Allocs.Load() }))
-	expvar.Publish("backend_docs", expvar.Func(func() any { return backend.Docs() }))
 	expvar.Publish("bulk_pool_frees", expvar.Func(func() any { return stats.Frees.Load() }))
-}
-
-// liveHeapBytes is the heap the last garbage collection found reachable: memory
-// that something still refers to. Unlike HeapInuse it does not saw up and down
-// with every GC cycle, so a leak shows as a clean line and a fixed service as a
-// flat one.
-func liveHeapBytes() any {
-	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return uint64(0) // not supported by this Go version
-	}
-	return sample[0].Value.Uint64()
 }

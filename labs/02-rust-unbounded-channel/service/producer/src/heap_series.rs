@@ -4,10 +4,13 @@ use std::alloc::System;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
+
+use crate::queue_clock::QueueClock;
 
 /// Counts every allocation in the process.
 #[global_allocator]
@@ -16,7 +19,8 @@ static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 const INTERVAL: Duration = Duration::from_millis(100);
 
 /// Writes the allocator's cumulative counters to a file every 100 ms, one
-/// JSON line per sample, so a plot shows how much heap is live over time.
+/// JSON line per sample, so a plot shows how much heap is live over time,
+/// with the queue's depth and the age of its oldest message (`QueueClock`).
 ///
 /// Each line is flushed as it is written so a reader can tail the file
 /// while the producer runs.
@@ -27,7 +31,10 @@ pub struct HeapSeries {
 
 impl HeapSeries {
     /// Starts sampling into `$LEAKLAB_SERIES_FILE`; `Ok(None)` if unset.
-    pub fn from_env(origin: Instant) -> std::io::Result<Option<HeapSeries>> {
+    pub fn from_env(
+        origin: Instant,
+        clock: Arc<QueueClock>,
+    ) -> std::io::Result<Option<HeapSeries>> {
         let Some(path) = std::env::var_os("LEAKLAB_SERIES_FILE") else {
             return Ok(None);
         };
@@ -39,14 +46,14 @@ impl HeapSeries {
                 let mut next = origin;
                 loop {
                     // A failed write only loses the series, not the run.
-                    let _ = sample(&mut out, origin);
+                    let _ = sample(&mut out, origin, &clock);
                     next += INTERVAL;
                     let wait = next.saturating_duration_since(Instant::now());
                     match stopped.recv_timeout(wait) {
                         Err(RecvTimeoutError::Timeout) => {}
                         // Stop asked: take a last sample at the very end.
                         _ => {
-                            let _ = sample(&mut out, origin);
+                            let _ = sample(&mut out, origin, &clock);
                             return;
                         }
                     }
@@ -61,15 +68,19 @@ impl HeapSeries {
     }
 }
 
-fn sample(out: &mut impl Write, origin: Instant) -> std::io::Result<()> {
+fn sample(out: &mut impl Write, origin: Instant, clock: &QueueClock) -> std::io::Result<()> {
+    // The queue first: forgetting answered messages frees a little heap.
+    let queue = clock.sample();
     let stats = GLOBAL.stats();
     let allocated = stats.bytes_allocated as u64;
     let deallocated = stats.bytes_deallocated as u64;
     writeln!(
         out,
-        "{{\"t_s\":{:.3},\"allocated_bytes\":{allocated},\"deallocated_bytes\":{deallocated},\"live_bytes\":{}}}",
+        "{{\"t_s\":{:.3},\"allocated_bytes\":{allocated},\"deallocated_bytes\":{deallocated},\"live_bytes\":{},\"queue_depth\":{},\"queue_age_s\":{:.4}}}",
         origin.elapsed().as_secs_f64(),
         allocated as i64 - deallocated as i64,
+        queue.depth,
+        queue.oldest_age_s,
     )?;
     out.flush()
 }

@@ -15,16 +15,19 @@ mod args;
 #[cfg(feature = "stats-alloc")]
 mod heap_series;
 mod progress;
+mod queue_clock;
 mod trim;
 mod workload;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::thread;
 use std::time::Instant;
 
 use args::Mode;
 use courier::{Client, Config};
 use progress::ProgressReporter;
+use queue_clock::QueueClock;
 
 #[cfg(feature = "dhat-heap")]
 #[global_allocator]
@@ -49,15 +52,19 @@ fn main() -> ExitCode {
     };
 
     #[cfg(feature = "stats-alloc")]
-    let series = match heap_series::HeapSeries::from_env(origin) {
+    let clock = Arc::new(QueueClock::new(origin));
+    #[cfg(feature = "stats-alloc")]
+    let series = match heap_series::HeapSeries::from_env(origin, clock.clone()) {
         Ok(series) => series,
         Err(e) => {
             eprintln!("producer: cannot write LEAKLAB_SERIES_FILE: {e}");
             return ExitCode::FAILURE;
         }
     };
+    #[cfg(not(feature = "stats-alloc"))]
+    let clock = Arc::new(QueueClock::off());
 
-    let code = run(&args, origin);
+    let code = run(&args, origin, &clock);
 
     #[cfg(feature = "stats-alloc")]
     if let Some(series) = series {
@@ -66,7 +73,7 @@ fn main() -> ExitCode {
     code
 }
 
-fn run(args: &args::Args, origin: Instant) -> ExitCode {
+fn run(args: &args::Args, origin: Instant, clock: &QueueClock) -> ExitCode {
     let client = match Client::connect(&args.broker, Config::default()) {
         Ok(client) => client,
         Err(e) => {
@@ -75,13 +82,16 @@ fn run(args: &args::Args, origin: Instant) -> ExitCode {
         }
     };
     let stats = client.stats();
+    clock.watch(stats.clone());
     let reporter = ProgressReporter::start(stats.clone(), origin);
     let payload = vec![0xA5u8; args.size];
 
     let started = Instant::now();
     let sent = match args.mode {
-        Mode::Burst { messages } => workload::burst(&client, &payload, messages),
-        Mode::Steady { rate, duration } => workload::steady(&client, &payload, rate, duration),
+        Mode::Burst { messages } => workload::burst(&client, clock, &payload, messages),
+        Mode::Steady { rate, duration } => {
+            workload::steady(&client, clock, &payload, rate, duration)
+        }
     };
     // The load phase ends here; what follows is the drain of whatever is queued.
     let load_end = origin.elapsed();

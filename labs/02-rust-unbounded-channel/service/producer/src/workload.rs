@@ -3,14 +3,22 @@ use std::time::{Duration, Instant};
 
 use courier::{Client, Error};
 
+use crate::queue_clock::QueueClock;
+
 /// How often steady mode wakes up to send what has fallen due. Short enough
 /// to look smooth at 100,000 messages/s, long enough not to spin a core.
 const STEADY_TICK: Duration = Duration::from_millis(1);
 
 /// Sends `messages` copies of `payload` back to back.
-pub fn burst(client: &Client, payload: &[u8], messages: u64) -> Result<(), Error> {
+pub fn burst(
+    client: &Client,
+    clock: &QueueClock,
+    payload: &[u8],
+    messages: u64,
+) -> Result<(), Error> {
     for _ in 0..messages {
         client.send(payload)?;
+        clock.queued();
     }
     Ok(())
 }
@@ -20,7 +28,13 @@ pub fn burst(client: &Client, payload: &[u8], messages: u64) -> Result<(), Error
 /// Messages are due on a fixed schedule from the start; if `send` holds
 /// the caller up, the schedule is not stretched, the backlog is sent as
 /// soon as `send` allows, and whatever is still due at the end is skipped.
-pub fn steady(client: &Client, payload: &[u8], rate: u64, duration: Duration) -> Result<(), Error> {
+pub fn steady(
+    client: &Client,
+    clock: &QueueClock,
+    payload: &[u8],
+    rate: u64,
+    duration: Duration,
+) -> Result<(), Error> {
     let start = Instant::now();
     let mut sent: u64 = 0;
     loop {
@@ -31,6 +45,7 @@ pub fn steady(client: &Client, payload: &[u8], rate: u64, duration: Duration) ->
         let due = (elapsed.as_secs_f64() * rate as f64) as u64;
         while sent < due && start.elapsed() < duration {
             client.send(payload)?;
+            clock.queued();
             sent += 1;
         }
         thread::sleep(STEADY_TICK);

@@ -107,6 +107,33 @@ defmodule SocketApi.Introspection do
     %{row | "pid" => inspect(pid)}
     |> Map.put("kind", Map.get(kinds, pid, "other"))
     |> Map.put("name", name)
+    |> Map.put("gc", gc_info(pid))
+  end
+
+  # When the process collects next, and what a collection would find: the young and
+  # old heaps, the binaries referenced from each (the "virtual binary heap") and the
+  # size that triggers a collection, all in words; the minor collections since the
+  # last full sweep, and how many may run before the next one.
+  @gc_info_keys [
+    :heap_block_size,
+    :old_heap_block_size,
+    :bin_vheap_size,
+    :bin_vheap_block_size,
+    :bin_old_vheap_size,
+    :bin_old_vheap_block_size
+  ]
+
+  defp gc_info(pid) do
+    case Process.info(pid, [:garbage_collection_info, :garbage_collection]) do
+      [garbage_collection_info: info, garbage_collection: gc] ->
+        info
+        |> Keyword.take(@gc_info_keys)
+        |> Keyword.merge(Keyword.take(gc, [:minor_gcs, :fullsweep_after]))
+        |> Map.new()
+
+      nil ->
+        %{}
+    end
   end
 
   defp format_mfa({m, f, a}), do: Exception.format_mfa(m, f, a)

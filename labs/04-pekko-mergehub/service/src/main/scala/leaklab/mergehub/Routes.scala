@@ -4,15 +4,15 @@ import java.nio.charset.{CharacterCodingException, StandardCharsets}
 
 import scala.concurrent.{ExecutionContext, Future}
 import scala.concurrent.duration.{DurationInt, FiniteDuration}
-import scala.util.{Failure, Success}
+import scala.util.{Failure, Success, Try}
 
 import org.apache.pekko.event.Logging
 import org.apache.pekko.http.scaladsl.marshallers.sprayjson.SprayJsonSupport.*
-import org.apache.pekko.http.scaladsl.model.{ContentTypes, HttpEntity, MediaTypes, StatusCodes}
+import org.apache.pekko.http.scaladsl.model.{ContentTypes, HttpEntity, MediaTypes, StatusCode, StatusCodes}
 import org.apache.pekko.http.scaladsl.model.ws.{BinaryMessage, Message, TextMessage}
 import org.apache.pekko.http.scaladsl.server.{Directives, MalformedRequestContentRejection, RejectionError, Route}
 import org.apache.pekko.http.scaladsl.unmarshalling.{FromEntityUnmarshaller, Unmarshaller}
-import org.apache.pekko.stream.Materializer
+import org.apache.pekko.stream.{Materializer, OverflowStrategy}
 import org.apache.pekko.stream.scaladsl.{Flow, Sink, Source}
 import org.apache.pekko.util.ByteString
 import spray.json.*
@@ -24,6 +24,11 @@ import spray.json.*
   * 400, an unknown event with 404. A subscriber's own messages are bounded the same
   * way: one over `maxBodyBytes`, or one still arriving after `messageTimeout`, ends its
   * connection.
+  *
+  * A publish the hub did not take is never reported as accepted: `Dropped` and a failed
+  * publish both answer 503 with the reason. A viewer that reads slowly gets its own
+  * small dropping buffer, so it loses its oldest positions instead of holding up the
+  * event's hub for every other viewer.
   */
 final class Routes(hubs: Hubs, maxBodyBytes: Long, messageTimeout: FiniteDuration = 10.seconds)(using
     mat: Materializer
@@ -86,12 +91,7 @@ final class Routes(hubs: Hubs, maxBodyBytes: Long, messageTimeout: FiniteDuratio
       case Nil =>
         // knownEvent has checked the event, so the Option is always defined here.
         val result = hubs.publish(event, location).get
-        onComplete(result) {
-          case Success(published) =>
-            complete(StatusCodes.Accepted, JsObject("status" -> JsString(published.toString.toLowerCase)))
-          case Failure(e) =>
-            complete(StatusCodes.ServiceUnavailable, JsObject("error" -> JsString(e.getMessage)))
-        }
+        onComplete(result)(outcome => complete(Routes.answer(outcome)))
       case problems =>
         complete(StatusCodes.BadRequest, JsObject("error" -> JsArray(problems.map(JsString(_)).toVector)))
 
@@ -114,7 +114,15 @@ final class Routes(hubs: Hubs, maxBodyBytes: Long, messageTimeout: FiniteDuratio
         within
       }
       .to(Sink.ignore)
-    val out = hubs.subscribe(event).get.map(l => TextMessage.Strict(l.toJson.compactPrint))
+    // A BroadcastHub moves at the pace of its slowest consumer: a viewer whose socket
+    // stops reading would stall the event for everyone once it is a hub buffer behind.
+    // This buffer always pulls from the hub and, when the viewer is that far behind,
+    // drops the viewer's oldest position (for a live map the newest one matters).
+    val out = hubs
+      .subscribe(event)
+      .get
+      .buffer(Routes.ViewerBuffer, OverflowStrategy.dropHead)
+      .map(l => TextMessage.Strict(l.toJson.compactPrint))
     Flow.fromSinkAndSourceCoupled(drain, out)
 
   /** Reads one client message to its end, or until it is over the size or the time
@@ -151,6 +159,19 @@ final class Routes(hubs: Hubs, maxBodyBytes: Long, messageTimeout: FiniteDuratio
       "published_accepted" -> JsNumber(hubs.acceptedCount),
       "published_dropped" -> JsNumber(hubs.droppedCount)
     )
+
+object Routes:
+  /** Positions kept for one viewer that reads slower than the event publishes. */
+  val ViewerBuffer = 64
+
+  /** The HTTP answer to a publish: 202 only when the hub took the location. */
+  def answer(outcome: Try[Published]): (StatusCode, JsObject) =
+    outcome match
+      case Success(Published.Accepted) => StatusCodes.Accepted -> JsObject("status" -> JsString("accepted"))
+      case Success(Published.Dropped) =>
+        StatusCodes.ServiceUnavailable -> JsObject("error" -> JsString("location dropped: the event's queue is full"))
+      case Failure(e) =>
+        StatusCodes.ServiceUnavailable -> JsObject("error" -> JsString(s"location not published: ${e.getMessage}"))
 
 /** How much of one client message has been read, and whether it has ended. */
 private final case class Read(bytes: Long, ended: Boolean)

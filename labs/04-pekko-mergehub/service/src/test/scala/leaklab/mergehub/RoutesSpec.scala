@@ -19,7 +19,7 @@ import spray.json.*
 
 /** The HTTP surface: what a client may send, and what it gets back. */
 final class RoutesSpec extends AnyWordSpec with Matchers with ScalatestRouteTest:
-  private val hubs = Hubs(Seq("race-1"), bufferSize = 16)
+  private val hubs = Hubs(Seq("race-1", "race-2"), bufferSize = 16)
   private val route = Route.seal(Routes(hubs, maxBodyBytes = 512).route)
 
   private def json(body: String) = HttpEntity(ContentTypes.`application/json`, body)
@@ -59,6 +59,15 @@ final class RoutesSpec extends AnyWordSpec with Matchers with ScalatestRouteTest
         responseAs[String] should include("UTF-8")
       }
     }
+    "answer 503 with the reason when the hub drops or fails a location, never 202" in {
+      val (dropped, why) = Routes.answer(scala.util.Success(Published.Dropped))
+      dropped shouldBe StatusCodes.ServiceUnavailable
+      why.fields("error").toString should include("queue is full")
+      val (failed, reason) = Routes.answer(scala.util.Failure(IllegalStateException("the event's queue is closed")))
+      failed shouldBe StatusCodes.ServiceUnavailable
+      reason.fields("error").toString should include("queue is closed")
+      Routes.answer(scala.util.Success(Published.Accepted))._1 shouldBe StatusCodes.Accepted
+    }
     "refuse an oversized body" in {
       val big = s"""{"skater":"${"x" * 1024}","lat":0,"lon":0,"timestamp":1}"""
       Post("/events/race-1/locations", json(big)) ~> route ~> check {
@@ -83,6 +92,43 @@ final class RoutesSpec extends AnyWordSpec with Matchers with ScalatestRouteTest
           .find(_.nonEmpty)
         received should not be empty
         client.sendCompletion()
+      }
+    }
+    "keep serving a viewer that reads while another viewer has stopped reading" in {
+      val stalled = WSProbe()
+      val reader = WSProbe()
+      WS("/events/race-2/subscribe", stalled.flow) ~> route ~> check {
+        isWebSocketUpgrade shouldBe true
+        WS("/events/race-2/subscribe", reader.flow) ~> route ~> check {
+          isWebSocketUpgrade shouldBe true
+          // Both register with the hub asynchronously: publish until the reader gets one.
+          Iterator
+            .continually {
+              Post("/events/race-2/locations", json(valid)) ~> route ~> check(status shouldBe StatusCodes.Accepted)
+              reader.inProbe.request(1)
+              reader.inProbe.receiveWithin(200.millis)
+            }
+            .take(25)
+            .find(_.nonEmpty) should not be empty
+          // The stalled viewer never requests. Far more than the hub's buffer (16) and the
+          // viewer's own: without a dropping buffer per viewer the reader stops after ~16.
+          val count = 16 * 8
+          (1 to count).foreach { i =>
+            val at = s"""{"skater":"s-2","lat":45.0,"lon":7.0,"timestamp":$i}"""
+            Post("/events/race-2/locations", json(at)) ~> route ~> check(status shouldBe StatusCodes.Accepted)
+          }
+          reader.inProbe.request(count.toLong * 2)
+          val last = s""""timestamp":$count"""
+          val seen = Iterator
+            .continually(reader.inProbe.receiveWithin(3.seconds, 1))
+            .takeWhile(_.nonEmpty)
+            .flatten
+            .collect { case m: org.apache.pekko.http.scaladsl.model.ws.TextMessage.Strict => m.text }
+            .find(_.contains(last))
+          seen should not be empty
+          reader.sendCompletion()
+        }
+        stalled.sendCompletion()
       }
     }
     "refuse an unknown event" in {
