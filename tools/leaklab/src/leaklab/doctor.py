@@ -31,7 +31,7 @@ TOOLS_FILE = re.compile(r"\{tools\}/([\w.+-]+)")
 
 
 @dataclass(frozen=True)
-class Check:
+class Finding:
     """One readiness check: what, whether it passed, what was seen, and the fix."""
 
     name: str
@@ -103,14 +103,16 @@ def version_of(argv: tuple[str, ...]) -> tuple[tuple[int, ...], str] | None:
     return tuple(int(g) for g in match.groups() if g is not None), text.splitlines()[0]
 
 
-def tool_check(tool: Tool) -> Check:
+def tool_check(tool: Tool) -> Finding:
     found = version_of(tool.argv)
     if found is None:
-        return Check(tool.name, False, "not found", tool.fix, tool.required)
+        return Finding(tool.name, False, "not found", tool.fix, tool.required)
     version, text = found
     ok = version >= tool.minimum
     want = ".".join(map(str, tool.minimum))
-    return Check(tool.name, ok, text if ok else f"{text} (need >= {want})", tool.fix, tool.required)
+    return Finding(
+        tool.name, ok, text if ok else f"{text} (need >= {want})", tool.fix, tool.required
+    )
 
 
 def install_hint(program: str) -> str:
@@ -121,31 +123,31 @@ def install_hint(program: str) -> str:
     return f"install {program} (your system's package manager)"
 
 
-def machine_checks(root: Path) -> list[Check]:
+def machine_checks(root: Path) -> list[Finding]:
     cpus = os.cpu_count() or 1
     mem = psutil.virtual_memory()
     disk = shutil.disk_usage(root)
     try:
         port = free_port()
-        loopback = Check("loopback", True, f"can bind 127.0.0.1 (e.g. port {port})")
+        loopback = Finding("loopback", True, f"can bind 127.0.0.1 (e.g. port {port})")
     except OSError as exc:
-        loopback = Check("loopback", False, str(exc), "the labs need a loopback interface")
+        loopback = Finding("loopback", False, str(exc), "the labs need a loopback interface")
     return [
-        Check("cores", cpus >= 2, f"{cpus}", "the budgets assume 2 or more cores"),
-        Check(
+        Finding("cores", cpus >= 2, f"{cpus}", "the budgets assume 2 or more cores"),
+        Finding(
             "memory",
             mem.available >= 3 * GIB,
             f"{mem.available / GIB:.1f} GiB available",
             "close other programs: a lab run needs up to 1.5 GB, Jupyter more",
         ),
-        Check(
+        Finding(
             "disk",
             disk.free >= 5 * GIB,
             f"{disk.free / GIB:.0f} GiB free",
             "free 5 GiB for toolchain caches and builds",
         ),
         loopback,
-        Check(
+        Finding(
             "venv",
             (root / ".venv" / "bin" / "python").exists(),
             str(root / ".venv"),
@@ -210,7 +212,7 @@ def _named(cmd: Command) -> list[str]:
     return found
 
 
-def lab_check(lab: Lab, available: dict[str, bool]) -> Check:
+def lab_check(lab: Lab, available: dict[str, bool]) -> Finding:
     """Whether `lab` can be built and run here: every program and file it needs exists.
 
     A need only an implementation has (lab 05's `tokio` needs cargo) is reported but does
@@ -225,7 +227,7 @@ def lab_check(lab: Lab, available: dict[str, bool]) -> Check:
         detail = "ready; also needs " + ", ".join(parts)
     else:
         detail = "ready"
-    return Check(f"lab {lab.number}", not blocking, f"{lab.slug}: {detail}", "; ".join(fixes))
+    return Finding(f"lab {lab.number}", not blocking, f"{lab.slug}: {detail}", "; ".join(fixes))
 
 
 def _fix_for(name: str) -> str:
@@ -236,7 +238,7 @@ def _fix_for(name: str) -> str:
     return install_hint(name)
 
 
-def _available(names: Iterable[str], tools: dict[str, Check], root: Path) -> dict[str, bool]:
+def _available(names: Iterable[str], tools: dict[str, Finding], root: Path) -> dict[str, bool]:
     """Whether each program or tools file is there. For a doctor tool and the programs it
     provides, the tool's own check decides too (a too old go counts as missing)."""
     out: dict[str, bool] = {}
@@ -263,14 +265,14 @@ def _labs(root: Path) -> list[Lab]:
     return labs
 
 
-def readiness_checks(root: Path, labs: list[Lab], tools: dict[str, Check]) -> list[Check]:
+def readiness_checks(root: Path, labs: list[Lab], tools: dict[str, Finding]) -> list[Finding]:
     """The tools files the labs need, then one line per lab: ready, or what is missing."""
     needs = {lab.number: lab_needs(lab) for lab in labs}
     names = {name for lab_need in needs.values() for name in lab_need}
     available = _available(names, tools, root)
     files = sorted(n for n in names if n.startswith("tools/"))
     file_checks = [
-        Check(
+        Finding(
             Path(name).name,
             available[name],
             f".leaklab/{name} ({_labs_using(name, needs)})"
@@ -299,7 +301,7 @@ def _ranges(numbers: list[str]) -> str:
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(r) for r in runs)
 
 
-def tool_checks(root: Path, labs: list[Lab]) -> list[Check]:
+def tool_checks(root: Path, labs: list[Lab]) -> list[Finding]:
     """One check per tool; a tool some lab needs is required, and its fix names the labs."""
     needs = {lab.number: lab_needs(lab) for lab in labs}
     checks = []
@@ -313,26 +315,26 @@ def tool_checks(root: Path, labs: list[Lab]) -> list[Check]:
     return checks
 
 
-def leftovers_check(root: Path) -> Check:
+def leftovers_check(root: Path) -> Finding:
     """Stop what a harness killed with SIGKILL left running (its pid files say what)."""
     reaped = reap(ledger_folder(root))
     if not reaped:
-        return Check("leftovers", True, "no process left by a killed run")
-    return Check(
+        return Finding("leftovers", True, "no process left by a killed run")
+    return Finding(
         "leftovers",
         True,
         f"stopped {len(reaped)} process group(s) a killed run left: {'; '.join(reaped)}",
     )
 
 
-def run_checks(root: Path) -> list[Check]:
+def run_checks(root: Path) -> list[Finding]:
     labs = _labs(root)
     tools = tool_checks(root, labs)
     readiness = readiness_checks(root, labs, {c.name: c for c in tools})
     return [*tools, *machine_checks(root), *readiness, leftovers_check(root)]
 
 
-def lines(checks: list[Check]) -> list[str]:
+def lines(checks: list[Finding]) -> list[str]:
     """The checks as rich markup lines, columns aligned by their visible text: the
     padding goes inside the markup, so `[green]ok[/green]` lines up with `optional`."""
     marks = [

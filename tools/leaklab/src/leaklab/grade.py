@@ -44,7 +44,7 @@ from leaklab.build import build_variant, run_tests
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.runner import RunOptions, run
-from leaklab.spec import Check, GradeSpec, Lab, parse_lab
+from leaklab.spec import GradeCheck, GradeSpec, Lab, parse_lab
 from leaklab.variants import PATCH_PREFIX, dataset_name, materialise, outside_editable
 
 # A learner's unit tests that take longer than this are a deadlock, not a slow machine.
@@ -107,7 +107,7 @@ def measure(ds: dataset.Dataset, name: str, warmup_s: float = 0.0) -> float | No
 
 
 def evaluate(
-    check: Check,
+    check: GradeCheck,
     mine: dataset.Dataset,
     solution: dataset.Dataset | None,
     warmup_s: float = 0.0,
@@ -220,7 +220,7 @@ def _describe_references(
 ) -> None:
     for name, ds in refs.items():
         fit = report.summarise(lab, ds).fits[lab.analysis.verdict_series]
-        result.reference[name] = {"slope": _num(fit.slope if fit else None)}
+        result.reference[name] = {"slope": _finite_or_none(fit.slope if fit else None)}
         for check in spec.checks:
             result.reference[name][check.measure] = measure(
                 ds, check.measure, lab.analysis.warmup_s
@@ -367,7 +367,7 @@ def _fit(fit: Fit | None) -> dict[str, float] | None:
     return {"slope": fit.slope, "low": fit.low, "high": fit.high, "n": float(fit.n)}
 
 
-def _num(value: float | None) -> float | None:
+def _finite_or_none(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else value
 
 

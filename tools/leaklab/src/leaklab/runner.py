@@ -53,6 +53,7 @@ from leaklab.procs import (
 from leaklab.progress import LiveProgress
 from leaklab.samplers import JsonlTail, Recorder, Sampler, http_json_poll, rss_poll, tree_rss
 from leaklab.spec import Aux, Lab, Ready, Snapshot, fill
+from leaklab.variants import UNORDERED
 
 SERIES_FILE_ENV = "LEAKLAB_SERIES_FILE"
 
@@ -70,7 +71,7 @@ class RunOptions:
     snapshots: bool = True
     dest: Path | None = None  # folder for the dataset; default .leaklab/runs/<slug>
     name: str | None = None  # dataset name; default the variant
-    order: int = 99
+    order: int = UNORDERED
 
 
 @dataclass(frozen=True)
@@ -379,7 +380,7 @@ def _write(setup: Setup, measured: Measured, ledger: Ledger) -> RunResult:
     rows = [(at - t0, series, value) for at, series, value in measured.recorder.snapshot()]
     load_s = round(measured.t_load_end - t0, 3)
     final = measured.result.final
-    if lab.self_driving and _number(final.get("load_end_s")) is not None:
+    if lab.self_driving and _as_float(final.get("load_end_s")) is not None:
         load_s = min(load_s, round(float(final["load_end_s"]), 3))
     phases = {
         "pre_load_s": lab.pre_load_s if setup.driven else 0.0,
@@ -422,7 +423,7 @@ class _Watched:
         return self.child.pid if self.child.poll() is None else None
 
 
-def _number(value: object) -> float | None:
+def _as_float(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)

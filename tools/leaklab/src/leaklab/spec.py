@@ -153,7 +153,7 @@ BOUNDS = ("at_least", "at_most")
 
 
 @dataclass(frozen=True)
-class Check:
+class GradeCheck:
     """One `[[grade.checks]]`: `measure` must be at least (or at most) `factor` x `of`."""
 
     name: str
@@ -168,7 +168,7 @@ class GradeSpec:
     """`[grade]`: what a fix must also keep doing, beyond a flat verdict."""
 
     hint: str = ""
-    checks: tuple[Check, ...] = ()
+    checks: tuple[GradeCheck, ...] = ()
     duration_s: float | None = None  # shorter than the standard run, same rate and mix
     # MB/min: a flat verdict fails when the harness's own RSS slope has its lower bound
     # above this (the verdict series and the process disagree).
@@ -477,7 +477,7 @@ def _grade(g: manifest.Grade, fail: _Failer) -> GradeSpec:
             if kind not in MEASURE_KINDS and not (key == "of" and measure == "solution"):
                 kinds = ", ".join(k + ".<name>" for k in MEASURE_KINDS)
                 raise fail(where, key, f"is {measure!r}; use {kinds} (or 'solution' in of)")
-        checks.append(Check(c.name, c.measure, bounds[0][0], bounds[0][1], c.of))
+        checks.append(GradeCheck(c.name, c.measure, bounds[0][0], bounds[0][1], c.of))
     return GradeSpec(g.hint, tuple(checks), g.duration_s, g.rss_grows_above)
 
 

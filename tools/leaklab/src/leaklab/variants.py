@@ -28,6 +28,10 @@ from leaklab.base import IGNORED_NAMES
 from leaklab.errors import LeakLabError
 from leaklab.spec import Lab
 
+# Where a run without an `order` (a named capture, a learner's run) sorts in tables:
+# after the standard variants.
+UNORDERED = 99
+
 PATCH_PREFIX = "patch:"
 SERVICE = "service"
 

@@ -176,7 +176,7 @@ def excerpt(root: Path, arg: str) -> str:
 # ---------------------------------------------------------------- tables
 
 
-def _num(value: float) -> str:
+def _as_text(value: float) -> str:
     if abs(value) >= 10:
         return f"{value:,.0f}"
     return f"{value:.2g}" if abs(value) >= 0.1 else f"{value:.2f}"
@@ -201,11 +201,13 @@ def summary_table(root: Path, arg: str) -> str:
         for name in cols:
             fit = s.fits[name]
             cells.append(
-                "n/a" if fit is None else f"{_num(fit.slope)} [{_num(fit.low)}, {_num(fit.high)}]"
+                "n/a"
+                if fit is None
+                else f"{_as_text(fit.slope)} [{_as_text(fit.low)}, {_as_text(fit.high)}]"
             )
         cells += [
-            _num(s.peak_rss_mb),
-            _num(s.throughput),
+            _as_text(s.peak_rss_mb),
+            _as_text(s.throughput),
             f"{s.aborted:,} of {s.sent:,}",
             f"**{s.verdict}**",
         ]
