@@ -14,6 +14,11 @@ from pathlib import Path
 import psutil
 import pytest
 
+from leaklab import report
+from leaklab.report import RunSummary
+from leaklab.runner import RunOptions, RunResult, run
+from leaklab.spec import Lab
+
 FAKELAB = Path(__file__).parent / "fakelab"
 
 
@@ -107,3 +112,17 @@ def interrupt(proc: subprocess.Popen[str], output: list[str]) -> None:
     rest, _ = proc.communicate(timeout=30)
     assert proc.returncode == 130, "".join(output) + rest
     assert "nothing written" in rest
+
+
+def quiet(_: str) -> None:
+    """A run's log, silenced."""
+
+
+def broken_grows_fixed_stays_flat(lab: Lab) -> tuple[RunResult, RunSummary, RunSummary]:
+    """Run broken then fixed and assert their verdicts; the broken run and both summaries."""
+    broken = run(lab, RunOptions("broken", order=0), log=quiet)
+    fixed = run(lab, RunOptions("fixed", order=1), log=quiet)
+    b, f = report.summarise(lab, broken.data), report.summarise(lab, fixed.data)
+    assert b.verdict == "grows", b
+    assert f.verdict == "flat", f
+    return broken, b, f

@@ -10,16 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import interrupt, start_run
+from conftest import broken_grows_fixed_stays_flat, interrupt, quiet, start_run
 
 from leaklab import report
 from leaklab.errors import LeakLabError
 from leaklab.runner import RunOptions, run
 from leaklab.spec import load_lab
-
-
-def quiet(_: str) -> None:
-    pass
 
 
 def datasets(root: Path) -> list[Path]:
@@ -29,15 +25,10 @@ def datasets(root: Path) -> list[Path]:
 
 def test_broken_grows_fixed_does_not(no_orphans: Path) -> None:
     lab = load_lab("90", no_orphans)
-    broken = run(lab, RunOptions("broken", order=0), log=quiet)
-    fixed = run(lab, RunOptions("fixed", order=1), log=quiet)
-
-    b, f = report.summarise(lab, broken.data), report.summarise(lab, fixed.data)
-    assert b.verdict == "grows", b
-    assert f.verdict == "flat", f
+    broken, b, f = broken_grows_fixed_stays_flat(lab)
     series = set(broken.data.frame["series"])
-    assert {"rss_bytes", "held_bytes", "load_sent", "load_ok"} <= series
     assert broken.data.series("rss_bytes")["t_s"].min() < 0  # the pre-load baseline
+    assert {"rss_bytes", "held_bytes", "load_sent", "load_ok"} <= series
     meta = broken.data.meta
     assert meta["variant"] == "broken" and meta["load_result"]["done"] is True
     assert meta["phases"]["load_s"] >= 3

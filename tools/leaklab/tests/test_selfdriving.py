@@ -11,19 +11,22 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import fake_processes, git, interrupt, publish, start_run
+from conftest import (
+    broken_grows_fixed_stays_flat,
+    fake_processes,
+    git,
+    interrupt,
+    publish,
+    quiet,
+    start_run,
+)
 
-from leaklab import report
 from leaklab.errors import LeakLabError
 from leaklab.runner import RunOptions, run
 from leaklab.spec import Command, load_lab
 
 LAB = Path(__file__).parent / "selfdrivelab"
 SLUG = "91-selfdrive"
-
-
-def quiet(_: str) -> None:
-    pass
 
 
 @pytest.fixture
@@ -82,12 +85,7 @@ def test_splat_placeholder_expands_to_several_arguments() -> None:
 
 
 def test_broken_grows_fixed_does_not(repo: Path) -> None:
-    lab = load_lab("91", repo)
-    broken = run(lab, RunOptions("broken", order=0), log=quiet)
-    fixed = run(lab, RunOptions("fixed", order=1), log=quiet)
-    b, f = report.summarise(lab, broken.data), report.summarise(lab, fixed.data)
-    assert b.verdict == "grows", b
-    assert f.verdict == "flat", f
+    broken, _, _ = broken_grows_fixed_stays_flat(load_lab("91", repo))
     series = set(broken.data.frame["series"])
     assert {"rss_bytes", "held_bytes", "broker_rss_bytes", "load_sent", "load_acked"} <= series
     assert "load_rss_bytes" not in series  # no separate load program
