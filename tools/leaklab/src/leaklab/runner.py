@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 
@@ -114,11 +114,7 @@ class Setup:
     load_built: Built | None
     values: dict[str, str]
     log: Callable[[str], None]
-
-    @property
-    def driven(self) -> bool:
-        """A listening service, driven by the lab's load program (not self-driving)."""
-        return not self.lab.self_driving
+    driving: Driving
 
     @property
     def run_dir(self) -> Path:
@@ -130,9 +126,7 @@ class Setup:
 
     @property
     def duration_s(self) -> float:
-        if self.driven:
-            return _duration(self.params)
-        return _expected_s(self.params, self.lab.service.max_s)
+        return self.driving.duration_s(self.lab, self.params)
 
 
 def prepare(
@@ -140,10 +134,10 @@ def prepare(
 ) -> Setup:
     """Build the variant (and the load), choose the ports, make the run's log folder."""
     params = {**lab.params, **(opts.params or {})}
-    if not lab.self_driving:
-        _duration(params)  # a bad --duration fails before a long build, not after
+    driving = driving_for(lab)
+    driving.duration_s(lab, params)  # a bad --duration fails before a long build, not after
     built = build_variant(lab, opts.variant, log)
-    load_built = build_load(lab, log) if with_load and not lab.self_driving else None
+    load_built = build_load(lab, log) if with_load and driving.listens else None
     port = opts.port or free_port()
     if opts.port and port_in_use(port):
         raise LeakLabError(f"port {port} on {LOOPBACK} is in use", "omit --port to pick a free one")
@@ -165,7 +159,7 @@ def prepare(
         aux_port = free_port()
         values[f"{aux.name}_port"] = str(aux_port)
         values[f"{aux.name}_url"] = f"http://{LOOPBACK}:{aux_port}"
-    return Setup(lab, opts, params, built, load_built, values, log)
+    return Setup(lab, opts, params, built, load_built, values, log, driving)
 
 
 @contextlib.contextmanager
@@ -208,7 +202,7 @@ def start_serving(setup: Setup, group: ProcessGroup) -> Serving:
     for aux in lab.aux:
         serving.aux_argvs[aux.name] = aux.command.render(values)
         serving.watched.append(_start_aux(setup, group, aux, serving.aux_argvs[aux.name]))
-    if setup.driven:
+    if setup.driving.listens:
         serving.service, serving.ready_s = _start_service(setup, group, serving)
         log = setup.run_dir / "service.log"
         serving.watched.append(_Watched("the service", serving.service, log, None))
@@ -296,8 +290,7 @@ def _measure(setup: Setup, ledger: Ledger) -> Measured:
         try:
             measured = _drive(setup, serving, load, recorder, origin)
             _check_alive(serving.watched)
-            if not setup.driven:
-                _check_self_driving(setup.lab, measured.result, setup.run_dir / "service.log")
+            setup.driving.check(setup, measured.result)
             if setup.opts.snapshots:
                 pid = serving.service.pid if serving.service else (load.last_pid or 0)
                 _take_snapshots(setup, group, pid)
@@ -305,18 +298,11 @@ def _measure(setup: Setup, ledger: Ledger) -> Measured:
             _stop_samplers(samplers)
         if serving.service is not None:
             group.stop(serving.service)
-    if setup.driven:
-        _check_load(setup.lab, measured.result, setup.duration_s, setup.run_dir / "load.log")
     return measured
 
 
 def _service_pid(setup: Setup, serving: Serving, load: LoadProgram) -> Callable[[], int | None]:
-    def pid() -> int | None:
-        if not setup.driven:
-            return load.pid  # the service is the program that drives itself
-        return serving.service.pid if serving.service is not None else None
-
-    return pid
+    return lambda: setup.driving.service_pid(serving, load)
 
 
 def _stop_samplers(samplers: list[Sampler]) -> None:
@@ -332,25 +318,8 @@ def _drive(
 ) -> Measured:
     """Start the load (or the self-driving service) at t_s = 0 and watch it to its end,
     then idle; every aux and the service must stay up throughout."""
-    lab, values, run_dir = setup.lab, setup.values, setup.run_dir
-    load_argv: list[str] | None = None
-    if setup.driven:
-        time.sleep(lab.pre_load_s)  # a baseline before the load starts (negative t_s)
-        assert setup.load_built is not None
-        load_argv = lab.load.command.render(values)
-        _require(load_argv)
-        origin.at = t0 = time.monotonic()
-        load.start(load_argv, cwd=setup.load_built.out, log=run_dir / "load.log")
-        deadline = t0 + setup.duration_s + lab.load.grace_s
-    else:
-        # Self-driving: the service is the load; it starts now and exits by itself.
-        _require(serving.service_argv)
-        origin.at = t0 = time.monotonic()
-        load.start(
-            serving.service_argv, cwd=setup.built.src, log=run_dir / "service.log", env=serving.env
-        )
-        deadline = t0 + lab.service.max_s
-        setup.log(f"service started (pid {load.pid}); it drives itself and exits")
+    lab = setup.lab
+    load_argv, t0, deadline = setup.driving.start(setup, serving, load, origin)
     title = f"{lab.slug} {setup.opts.variant}"
     with LiveProgress(title, setup.duration_s, recorder, lab.analysis.series) as live:
         while load.running() and time.monotonic() < deadline:
@@ -360,7 +329,7 @@ def _drive(
         result = load.finish(deadline)
         t_load_end = time.monotonic()
         live.update(t_load_end - t0, result.final or result.last)
-        idle_end = t_load_end + _idle_s(setup)
+        idle_end = t_load_end + setup.driving.idle_s(setup)
         while time.monotonic() < idle_end:
             _check_alive(serving.watched)
             live.update(time.monotonic() - t0, result.final, phase="idle")
@@ -368,28 +337,16 @@ def _drive(
     return Measured(serving, recorder, result, load_argv, t0, t_load_end)
 
 
-def _idle_s(setup: Setup) -> float:
-    if setup.lab.self_driving:
-        return 0.0  # the service has exited: there is nothing left to watch idle
-    return setup.lab.idle_s if setup.opts.idle_s is None else setup.opts.idle_s
-
-
 def _write(setup: Setup, measured: Measured, ledger: Ledger) -> RunResult:
     """The dataset: the samples in seconds since load start, and the provenance."""
     lab, t0 = setup.lab, measured.t0
     rows = [(at - t0, series, value) for at, series, value in measured.recorder.snapshot()]
-    load_s = round(measured.t_load_end - t0, 3)
-    final = measured.result.final
-    if lab.self_driving and _as_float(final.get("load_end_s")) is not None:
-        load_s = min(load_s, round(float(final["load_end_s"]), 3))
+    ended_s = round(measured.t_load_end - t0, 3)
     phases = {
-        "pre_load_s": lab.pre_load_s if setup.driven else 0.0,
-        "load_s": load_s,
-        "idle_s": _idle_s(setup),
+        **setup.driving.phases(setup, measured.result.final, ended_s),
+        "idle_s": setup.driving.idle_s(setup),
         "warmup_s": lab.analysis.warmup_s,
     }
-    if lab.self_driving:
-        phases["exit_s"] = round(measured.t_load_end - t0, 3)
     meta = _provenance(setup, measured, phases, ledger)
     opts = setup.opts
     dest = opts.dest or work_dir(lab.root) / "runs" / lab.slug
@@ -397,6 +354,102 @@ def _write(setup: Setup, measured: Measured, ledger: Ledger) -> RunResult:
         dest, opts.name or opts.variant, rows, meta, setup.artefacts
     )
     return RunResult(csv_path, json_path, dataset.read(json_path))
+
+
+class Driving(Protocol):
+    """How a run's load is driven: chosen once per lab (`driving_for`)."""
+
+    mode: str
+    listens: bool  # a service to start and probe before the load
+
+    def duration_s(self, lab: Lab, params: dict[str, str]) -> float: ...
+
+    def start(
+        self, setup: Setup, serving: Serving, load: LoadProgram, origin: Origin
+    ) -> tuple[list[str] | None, float, float]:
+        """Start the load at t_s = 0: (the load's argv, t0, the deadline), monotonic."""
+        ...
+
+    def idle_s(self, setup: Setup) -> float: ...
+
+    def check(self, setup: Setup, result: LoadResult) -> None: ...
+
+    def service_pid(self, serving: Serving, load: LoadProgram) -> int | None: ...
+
+    def phases(self, setup: Setup, final: dict[str, Any], ended_s: float) -> dict[str, float]: ...
+
+
+class LoadDriven:
+    """A listening service, driven by the lab's load program."""
+
+    mode = "load"
+    listens = True
+
+    def duration_s(self, lab: Lab, params: dict[str, str]) -> float:
+        return _duration(params)
+
+    def start(
+        self, setup: Setup, serving: Serving, load: LoadProgram, origin: Origin
+    ) -> tuple[list[str] | None, float, float]:
+        time.sleep(setup.lab.pre_load_s)  # a baseline before the load starts (negative t_s)
+        assert setup.load_built is not None
+        argv = setup.lab.load.command.render(setup.values)
+        _require(argv)
+        origin.at = t0 = time.monotonic()
+        load.start(argv, cwd=setup.load_built.out, log=setup.run_dir / "load.log")
+        return argv, t0, t0 + setup.duration_s + setup.lab.load.grace_s
+
+    def idle_s(self, setup: Setup) -> float:
+        return setup.lab.idle_s if setup.opts.idle_s is None else setup.opts.idle_s
+
+    def check(self, setup: Setup, result: LoadResult) -> None:
+        _check_load(setup.lab, result, setup.duration_s, setup.run_dir / "load.log")
+
+    def service_pid(self, serving: Serving, load: LoadProgram) -> int | None:
+        return serving.service.pid if serving.service is not None else None
+
+    def phases(self, setup: Setup, final: dict[str, Any], ended_s: float) -> dict[str, float]:
+        return {"pre_load_s": setup.lab.pre_load_s, "load_s": ended_s}
+
+
+class SelfDriven:
+    """A client program that is its own load (lab 02): it starts at t_s = 0, prints the
+    load protocol's progress lines, and exits; it is the measured process."""
+
+    mode = "self-driving"
+    listens = False
+
+    def duration_s(self, lab: Lab, params: dict[str, str]) -> float:
+        return _expected_s(params, lab.service.max_s)
+
+    def start(
+        self, setup: Setup, serving: Serving, load: LoadProgram, origin: Origin
+    ) -> tuple[list[str] | None, float, float]:
+        _require(serving.service_argv)
+        origin.at = t0 = time.monotonic()
+        log = setup.run_dir / "service.log"
+        load.start(serving.service_argv, cwd=setup.built.src, log=log, env=serving.env)
+        setup.log(f"service started (pid {load.pid}); it drives itself and exits")
+        return None, t0, t0 + setup.lab.service.max_s
+
+    def idle_s(self, setup: Setup) -> float:
+        return 0.0  # the service has exited: there is nothing left to watch idle
+
+    def check(self, setup: Setup, result: LoadResult) -> None:
+        _check_self_driving(setup.lab, result, setup.run_dir / "service.log")
+
+    def service_pid(self, serving: Serving, load: LoadProgram) -> int | None:
+        return load.pid  # the service is the program that drives itself
+
+    def phases(self, setup: Setup, final: dict[str, Any], ended_s: float) -> dict[str, float]:
+        # The steady window ends where the client says its load ended (before it drained).
+        load_end = _as_float(final.get("load_end_s"))
+        load_s = min(ended_s, round(load_end, 3)) if load_end is not None else ended_s
+        return {"pre_load_s": 0.0, "load_s": load_s, "exit_s": ended_s}
+
+
+def driving_for(lab: Lab) -> Driving:
+    return SelfDriven() if lab.self_driving else LoadDriven()
 
 
 class Origin:
@@ -500,21 +553,21 @@ def make_samplers(
     lab, values, every = setup.lab, setup.values, setup.lab.sample_interval_s
     pid_of = _service_pid(setup, serving, load)
     samplers = [Sampler("rss", every, rss_poll(recorder, "rss_bytes", pid_of))]
-    if setup.driven:
+    if setup.driving.listens:  # a separate load program, measured too
         poll = rss_poll(recorder, "load_rss_bytes", lambda: load.pid)
         samplers.append(Sampler("load-rss", every, poll))
     for watched in serving.watched:
         if watched.name is not None:
             poll = rss_poll(recorder, f"{watched.name}_rss_bytes", lambda w=watched: w.pid)  # type: ignore[misc]
             samplers.append(Sampler(f"{watched.name}-rss", every, poll))
-    for i, spec in enumerate(lab.samplers):
-        if spec.kind == "http_json":
-            url = values["url"] + fill(spec.path or "/", values)
-            poll = http_json_poll(recorder, url, spec.series)
+    for i, sampler in enumerate(lab.samplers):
+        if sampler.kind == "http_json":
+            url = values["url"] + fill(sampler.path or "/", values)
+            poll = http_json_poll(recorder, url, sampler.series)
         else:
-            path = Path(fill(spec.path or "{run_dir}/series.jsonl", values))
-            poll = JsonlTail(recorder, path, spec.series, spec.time_field, origin)
-        samplers.append(Sampler(f"{spec.kind}-{i}", spec.interval_s, poll))
+            path = Path(fill(sampler.path or "{run_dir}/series.jsonl", values))
+            poll = JsonlTail(recorder, path, sampler.series, sampler.time_field, origin)
+        samplers.append(Sampler(f"{sampler.kind}-{i}", sampler.interval_s, poll))
     return samplers
 
 
@@ -627,7 +680,7 @@ def _provenance(
         "ready_s": round(serving.ready_s, 3),
         "load_result": measured.result.final,
         "peaks": _peaks(measured.recorder, serving),
-        "mode": "self-driving" if lab.self_driving else "load",
+        "mode": setup.driving.mode,
         "sampler_errors": len(measured.recorder.errors),
         "commands": {
             "leaklab": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
