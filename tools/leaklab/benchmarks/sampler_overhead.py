@@ -17,9 +17,9 @@ import time
 
 import psutil
 
-from leaklab.build import build_variant
-from leaklab.procs import LOOPBACK, ProcessGroup, free_port, wait_ready
-from leaklab.runner import make_samplers
+from leaklab.load import LoadProgram
+from leaklab.procs import ProcessGroup
+from leaklab.runner import make_samplers, serving
 from leaklab.samplers import Recorder
 from leaklab.spec import load_lab
 
@@ -37,23 +37,12 @@ def main() -> None:
         sample_interval_s=every,
         samplers=tuple(dataclasses.replace(s, interval_s=every) for s in lab.samplers),
     )
-    built = build_variant(lab, "fixed", log=print)
-    port = free_port()
-    values = {
-        **lab.load.params,
-        "port": str(port),
-        "url": f"http://{LOOPBACK}:{port}",
-        "build": str(built.out),
-        "run_dir": "/tmp",
-        "src": str(built.src),
-    }
-    with ProcessGroup() as group:
-        service = group.start(lab.service.command.render(values), cwd=built.src)
-        ready = f"{values['url']}{lab.service.ready_http}" if lab.service.ready_http else None
-        wait_ready(service, ready, port, 30, lambda: "")
+    with serving(lab, "fixed") as (setup, running):
         recorder = Recorder()
-        samplers = make_samplers(lab, recorder, values, service.pid, lambda: None)
-        svc = psutil.Process(service.pid)
+        idle_load = LoadProgram(ProcessGroup(), recorder)  # never started: no load pid
+        samplers = make_samplers(setup, recorder, running, idle_load, lambda: None)
+        assert running.service is not None, "a listening lab is needed"
+        svc = psutil.Process(running.service.pid)
         me0, svc0, t0 = os.times(), svc.cpu_times(), time.monotonic()
         for s in samplers:
             s.start()
