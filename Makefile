@@ -7,7 +7,7 @@ LAB ?= 01
 VARIANT ?= broken
 DURATION ?=
 
-.PHONY: help setup setup-all demo test lint run compare capture doctor notebooks jupyter bench grade diff slides clean
+.PHONY: help setup setup-all demo test lint run compare capture doctor notebooks jupyter bench bench-grader grade diff slides clean
 
 help: ## this list
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -64,6 +64,10 @@ jupyter: setup ## JupyterLab on the notebooks, from .venv, on 127.0.0.1:8888 (PO
 
 bench: setup ## per-operation view of lab 01: go test -bench, broken vs fixed (benchstat)
 	@.venv/bin/leaklab bench $(LAB)
+
+N ?= 10
+bench-grader: setup ## how often the grader is wrong: grade broken and fixed N times (make bench-grader LAB=03 N=10)
+	@.venv/bin/python tools/leaklab/benchmarks/grader_error_rate.py $(LAB) --rounds $(N)
 
 grade: setup ## grade your fix in labs/NN/service: make grade LAB=01
 	@$(LEAKLAB) grade $(LAB)

@@ -1,0 +1,84 @@
+"""How often does the grader get it wrong? Grade the broken service and the solution
+N times each and count the wrong verdicts (issue: a grader that fails a correct fix one
+time in twenty is worse than no grader).
+
+A wrong verdict is broken passing, or the solution failing. Each count comes with a
+one-sided 95% Clopper-Pearson upper bound on the error rate (0 of 10 still allows up to
+26%: more rounds narrow it). Also reported: seconds of load each verdict took.
+
+    make bench-grader LAB=03 N=10
+    .venv/bin/python tools/leaklab/benchmarks/grader_error_rate.py 03 --rounds 10
+
+Writes .leaklab/reports/grader-<lab>.json. A benchmark, not a test: it takes
+N x (two grades) of machine time, and its figures belong in the lab's README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from scipy import stats
+
+from leaklab import dataset
+from leaklab.grade import GradeResult, grade
+from leaklab.paths import work_dir
+from leaklab.spec import load_lab
+
+EXPECTED = {"broken": False, "fixed": True}  # does the grade pass?
+
+
+def upper_bound(wrong: int, n: int, confidence: float = 0.95) -> float:
+    """One-sided Clopper-Pearson upper bound on a rate seen `wrong` times in `n`."""
+    return 1.0 if wrong >= n else float(stats.beta.ppf(confidence, wrong + 1, n - wrong))
+
+
+def load_seconds(result: GradeResult) -> float | None:
+    if not result.dataset:
+        return None
+    meta = dataset.read(Path(result.dataset).with_suffix(".json")).meta
+    return float(meta["phases"]["load_s"]) * result.attempts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("lab")
+    parser.add_argument("--rounds", type=int, default=10)
+    args = parser.parse_args()
+    lab = load_lab(args.lab)
+    report: dict[str, dict[str, object]] = {}
+    for variant, should_pass in EXPECTED.items():
+        wrong, seconds, verdicts = 0, [], []
+        for k in range(args.rounds):
+            result = grade(lab, variant, log=lambda _: None)
+            wrong += result.passed != should_pass
+            verdicts.append(f"{result.verdict} ({result.stage})")
+            if (s := load_seconds(result)) is not None:
+                seconds.append(s)
+            print(
+                f"{variant} {k + 1}/{args.rounds}: {'pass' if result.passed else 'fail'}, "
+                f"{result.verdict}, {result.attempts} run(s)",
+                flush=True,
+            )
+        report[variant] = {
+            "rounds": args.rounds,
+            "wrong": wrong,
+            "wrong_rate_upper_95": round(upper_bound(wrong, args.rounds), 3),
+            "load_s_median": statistics.median(seconds) if seconds else None,
+            "load_s_worst": max(seconds) if seconds else None,
+            "verdicts": verdicts,
+        }
+        print(
+            f"{variant}: {wrong} wrong of {args.rounds} "
+            f"(95% upper bound {report[variant]['wrong_rate_upper_95']:.0%})"
+        )
+    out = work_dir(lab.root) / "reports" / f"grader-{lab.slug}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"report: {out}")
+
+
+if __name__ == "__main__":
+    main()
