@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from leaklab.analysis import Fit, fit_slope, ratio, verdict
+from leaklab.analysis import Fit, fit_slope, ratio, scale, unit_per_min, verdict
 
 
 def ar1(rng: np.random.Generator, n: int, phi: float, sigma: float) -> np.ndarray:
@@ -48,3 +48,10 @@ def test_verdict_rule() -> None:
 def test_ratio_floors_a_flat_fixed_slope_at_its_uncertainty() -> None:
     assert ratio(Fit(100, 90, 110, 10), Fit(0.0, -0.5, 0.5, 10)) == 200
     assert ratio(Fit(100, 90, 110, 10), Fit(-2.0, -2.1, -1.9, 10)) == 50
+
+
+def test_units_follow_the_series_name() -> None:
+    assert scale("rss_bytes") == (1024 * 1024, "MB")
+    assert scale("rust_queue_age_s") == (1.0, "s")
+    assert scale("goroutines") == (1.0, "")
+    assert unit_per_min("rss_bytes") == "MB/min" and unit_per_min("goroutines") == "/min"

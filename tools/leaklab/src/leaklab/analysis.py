@@ -45,8 +45,10 @@ class Fit:
 
 
 def scale(series: str) -> tuple[float, str]:
-    """Display scale and unit: bytes become MB, counts stay counts."""
-    return (MB, "MB") if series.endswith("_bytes") else (1.0, "")
+    """Display scale and unit: bytes become MB, seconds stay seconds, counts stay counts."""
+    if series.endswith("_bytes"):
+        return MB, "MB"
+    return (1.0, "s") if series.endswith("_s") else (1.0, "")
 
 
 def unit_per_min(series: str) -> str:

@@ -416,14 +416,17 @@ def slides_check() -> None:
 
 @slides_app.command("sync")
 def slides_sync(
+    decks: Annotated[
+        list[str] | None, typer.Argument(help="deck name prefixes, e.g. 03 (default: all)")
+    ] = None,
     only: Annotated[
         list[str] | None, typer.Option(help="only regions of this kind (include, table, plot)")
     ] = None,
 ) -> None:
-    """Rewrite the generated regions and redraw slides/plots/."""
+    """Rewrite the generated regions and redraw slides/plots/ (of the named decks only)."""
     from leaklab.authoring import slides
 
-    for path in slides.sync(kinds=only or slides.KINDS):
+    for path in slides.sync(kinds=only or slides.KINDS, only=decks or []):
         out.print(f"updated {path}", highlight=False)
 
 

@@ -432,19 +432,24 @@ def draw(root: Path, jobs: Sequence[PlotJob]) -> list[Path]:
     return changed
 
 
-def sync(root: Path | None = None, kinds: Sequence[str] = KINDS) -> list[Path]:
-    """Rewrite every deck's generated regions (of the given kinds) from their sources,
-    redraw every plot into slides/plots/ and remove the plots no deck uses; return what
-    changed."""
+def sync(
+    root: Path | None = None, kinds: Sequence[str] = KINDS, only: Sequence[str] = ()
+) -> list[Path]:
+    """Rewrite the generated regions (of the given kinds) of every deck, or of those whose
+    name starts with one of `only`, from their sources; redraw their plots into
+    slides/plots/; with every deck, also remove the plots no deck uses. Return what changed."""
     root = root or repo_root()
+    chosen = [d for d in decks(root) if not only or any(d.name.startswith(o) for o in only)]
     changed = []
-    for deck in decks(root):
+    for deck in chosen:
         text = deck.read_text()
-        new, _ = expand(root, text, kinds)
+        new, jobs = expand(root, text, kinds)
         if new != text:
             deck.write_text(new)
             changed.append(deck)
-    if "plot" in kinds:
+        if "plot" in kinds and only:
+            changed += draw(root, jobs)
+    if "plot" in kinds and not only:
         changed += draw(root, list(plot_jobs(root).values()))
         for name in unused_plots(root):
             (plots_dir(root) / name).unlink()
