@@ -51,7 +51,7 @@ def test_ratio_floors_a_flat_fixed_slope_at_its_uncertainty() -> None:
 
 
 def test_units_follow_the_series_name() -> None:
-    assert scale("rss_bytes") == (1024 * 1024, "MB")
+    assert scale("rss_bytes") == (1_000_000.0, "MB")
     assert scale("rust_queue_age_s") == (1.0, "s")
     assert scale("goroutines") == (1.0, "")
     assert unit_per_min("rss_bytes") == "MB/min" and unit_per_min("goroutines") == "/min"
