@@ -17,7 +17,7 @@ from leaklab import grade as grade_module
 from leaklab.build import build_variant, run_tests
 from leaklab.dataset import Dataset
 from leaklab.errors import LeakLabError
-from leaklab.grade import evaluate, grade, measure
+from leaklab.grade import evaluate, grade, ignored_changes, measure, published_lab
 from leaklab.runner import RunOptions, run
 from leaklab.spec import GradeCheck, load_lab
 
@@ -112,6 +112,21 @@ def test_changes_outside_the_service_are_ignored_committed_or_not(graded_repo: P
     ]
     assert (result.passed, result.stage, result.verdict) == (False, "verdict", "grows")
     assert result.thresholds["flat_below"] == 1.0
+
+
+def test_a_patch_to_a_fixture_is_listed_as_ignored(fake_repo: Path) -> None:
+    """A fixture is restored from the published lab when the tree is made, so the
+    learner is told that their change to it does not count."""
+    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            'story = "test fixture"', 'story = "test fixture"\nfixtures = ["service/server.py"]'
+        )
+    )
+    publish(fake_repo, "server.py measures: a fixture")
+    patch = fake_repo / "solutions" / "90-fake" / "01-forget.patch"
+    lab = published_lab(load_lab("90", fake_repo))
+    assert ignored_changes(lab, f"patch:{patch}") == ["labs/90-fake/service/server.py"]
 
 
 def test_a_metric_that_hides_the_leak_fails_the_rss_cross_check(graded_repo: Path) -> None:

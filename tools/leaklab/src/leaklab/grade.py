@@ -45,7 +45,13 @@ from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.runner import RunOptions, run
 from leaklab.spec import GradeCheck, GradeSpec, Lab, parse_lab
-from leaklab.variants import PATCH_PREFIX, dataset_name, materialise, outside_editable
+from leaklab.variants import (
+    PATCH_PREFIX,
+    dataset_name,
+    materialise,
+    outside_editable,
+    patched_files,
+)
 
 # A learner's unit tests that take longer than this are a deadlock, not a slow machine.
 TEST_TIMEOUT_S = 300.0
@@ -159,6 +165,10 @@ def ignored_changes(published: Lab, variant: str) -> list[str]:
             materialise(published, "broken", broken)
             materialise(published, variant, candidate)
             found += [f"labs/{slug}/{p}" for p in outside_editable(published, candidate, broken)]
+        # Fixtures are restored when the tree is made, so the trees cannot show them.
+        patch = Path(variant[len(PATCH_PREFIX) :])
+        fixtures = [f for f in patched_files(patch) if f"service/{f}" in published.fixtures]
+        found += [f"labs/{slug}/service/{f}" for f in fixtures]
     return sorted(set(found))
 
 

@@ -164,6 +164,17 @@ def outside_editable(lab: Lab, candidate: Path, dest: Path) -> list[str]:
     ]
 
 
+def patched_files(patch: Path) -> list[str]:
+    """The files a unified diff changes, relative to the tree it applies to (-p1)."""
+    found = []
+    for line in patch.read_text(errors="replace").splitlines():
+        if line.startswith(("--- a/", "+++ b/")):
+            name = line[6:].split("\t")[0].strip()
+            if name not in found:
+                found.append(name)
+    return found
+
+
 def apply_patch(patch: Path, tree: Path) -> None:
     """`git apply -p1` inside `tree`, isolated from the enclosing repository."""
     if not patch.is_file():
