@@ -47,6 +47,7 @@ from leaklab.runner import RunOptions, run
 from leaklab.spec import GradeCheck, GradeSpec, Lab, parse_lab
 from leaklab.variants import (
     PATCH_PREFIX,
+    course_test_patterns,
     dataset_name,
     materialise,
     outside_editable,
@@ -264,8 +265,7 @@ def _own_tests(lab: Lab, variant: str, log: Callable[[str], None]) -> str | None
         own, published = Path(tmp) / "own", Path(tmp) / "published"
         materialise(lab, variant, own)
         materialise(lab, "broken", published)
-        patterns = [g.removeprefix("service/") for g in lab.course_tests]
-        if not _differs(own, published, patterns):
+        if not _differs(own, published, course_test_patterns(lab)):
             return None
     log("your own tests differ from the course's: running them too (reported, not graded)")
     try:

@@ -424,9 +424,8 @@ def _stages(variants: manifest.Variants, fail: _Failer) -> dict[str, tuple[str, 
 def _build(build: manifest.Build, fail: _Failer, table: str) -> Build:
     """A `[build]`: the lab's own commands, or its toolchain preset's."""
     preset = presets.find(build.preset) if build.preset else presets.NONE
-    if build.preset and preset is None:
+    if preset is None:
         raise fail(table, "preset", f"is {build.preset!r}; known: {', '.join(presets.names())}")
-    assert preset is not None
     commands = build.commands if build.commands is not None else preset.commands
     tests = build.test if build.test is not None else preset.test
     env = dict(build.env)

@@ -107,12 +107,17 @@ def _restore_fixtures(lab: Lab, published: base.Base, dest: Path) -> None:
             shutil.copy2(service / inside, dest / inside)
 
 
+def course_test_patterns(lab: Lab) -> list[str]:
+    """`[lab] course_tests` as globs inside the service's tree."""
+    return [g.removeprefix(SERVICE + "/") for g in lab.course_tests]
+
+
 def _take_course_tests(lab: Lab, published: base.Base, dest: Path) -> None:
     """The course's tests in place of the learner's: every file matching `course_tests`
     as published, plus the solution's regression tests (written against the published
     API, so any valid fix passes them; the solution's other tests may test its own
     internals, and are not the course's)."""
-    patterns = [g.removeprefix(SERVICE + "/") for g in lab.course_tests]
+    patterns = course_test_patterns(lab)
     with tempfile.TemporaryDirectory() as tmp:
         service, fixed = Path(tmp) / SERVICE, Path(tmp) / "fixed"
         published.export("lab", SERVICE, service)
