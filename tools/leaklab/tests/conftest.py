@@ -87,10 +87,11 @@ def no_orphans(fake_repo: Path) -> Iterator[Path]:
 def start_run(
     root: Path, lab: str, ready: str, duration: str = "30"
 ) -> tuple[subprocess.Popen[str], list[str]]:
-    """`leaklab run LAB --duration 30` as a child process, handed back once a line of its
-    output contains `ready` (at most 60 s): the start of every Ctrl-C test."""
+    """`leaklab run LAB --duration 30 --fixed-duration` as a child process, handed back
+    once a line of its output contains `ready` (at most 60 s): the start of every Ctrl-C
+    test (a whole run: an adaptive one could end before the Ctrl-C)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "leaklab", "run", lab, "--duration", duration],
+        [sys.executable, "-m", "leaklab", "run", lab, "--duration", duration, "--fixed-duration"],
         env={**os.environ, "LEAKLAB_ROOT": str(root)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

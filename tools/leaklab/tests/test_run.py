@@ -38,6 +38,20 @@ def test_broken_grows_fixed_does_not(no_orphans: Path) -> None:
     assert line is not None and "do not overlap" in line
 
 
+def test_an_adaptive_run_stops_the_load_once_the_verdict_is_decided(no_orphans: Path) -> None:
+    """Looks every second (the fake lab's `look_every_s`) over a 20 s load: each variant
+    is decided within a few seconds, the load is stopped, and the dataset says when."""
+    lab = load_lab("90", no_orphans)
+    for variant, expected in (("broken", "grows"), ("fixed", "flat")):
+        opts = RunOptions(variant, params={"duration": "20"}, adaptive=True)
+        meta = run(lab, opts, log=quiet).data.meta
+        decided = meta["sequential"]
+        assert decided["verdict"] == expected, decided
+        assert decided["look"] < len(decided["looks"]), decided  # an interim look
+        assert meta["load_result"]["done"] is True
+        assert meta["phases"]["load_s"] < 10, meta["phases"]
+
+
 def test_service_that_crashes_at_start(no_orphans: Path) -> None:
     lab = load_lab("90", no_orphans)
     with pytest.raises(LeakLabError, match="exited with code 3 before it was ready"):

@@ -49,6 +49,13 @@ DurationOpt = Annotated[
     float | None, typer.Option(help="seconds of load (default: the lab's)", min=1, max=600)
 ]
 RateOpt = Annotated[float | None, typer.Option(help="requests per second (default: the lab's)")]
+FixedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--fixed-duration",
+        help="run the whole duration (default: stop the load once the verdict is decided)",
+    ),
+]
 ParamOpt = Annotated[
     list[str] | None, typer.Option("--param", "-p", help="another load parameter, KEY=VALUE")
 ]
@@ -149,6 +156,7 @@ def run_cmd(
     param: ParamOpt = None,
     port: Annotated[int | None, typer.Option(help="fixed port (default: a free one)")] = None,
     idle: Annotated[float | None, typer.Option(help="seconds to idle after the load")] = None,
+    fixed_duration: FixedOpt = False,
 ) -> None:
     """Run one variant under the lab's load and print its summary."""
     from leaklab.runner import RunOptions
@@ -163,6 +171,7 @@ def run_cmd(
             idle,
             name=dataset_name(variant),
             order=_order(lab, variant),
+            adaptive=not fixed_duration,
         ),
     )
 
@@ -184,7 +193,8 @@ def capture(
     ] = "",
     order: Annotated[int | None, typer.Option(help="with --named: its place in tables")] = None,
 ) -> None:
-    """A run whose dataset lands in datasets/<lab>/ (for the notebooks and READMEs)."""
+    """A run whose dataset lands in datasets/<lab>/ (for the notebooks and READMEs);
+    always the whole duration: a published run shows the whole load."""
     from leaklab.runner import RunOptions
 
     lab = load_lab(lab_name)
@@ -249,6 +259,7 @@ DEMO_DURATION_S = 30.0
 def demo(
     lab_name: Annotated[str, typer.Argument(metavar="LAB", help="lab to demonstrate")] = "01",
     duration: DurationOpt = None,
+    fixed_duration: FixedOpt = False,
 ) -> None:
     """The main job: build broken and fixed, run both under the same load, compare."""
     from leaklab.runner import RunOptions, run
@@ -259,7 +270,7 @@ def demo(
         err.rule(f"{lab.slug}: {variant}")
         run(
             lab,
-            RunOptions(variant, params, order=_order(lab, variant)),
+            RunOptions(variant, params, order=_order(lab, variant), adaptive=not fixed_duration),
             log=lambda s: err.print(s, highlight=False),
         )
     err.rule("compare")
@@ -283,6 +294,7 @@ def grade_cmd(
     json_out: Annotated[
         Path | None, typer.Option("--json", help="also write the result as JSON (autograders)")
     ] = None,
+    fixed_duration: FixedOpt = False,
 ) -> None:
     """Grade a fix: unit tests, then the lab's standard load; exit 0 pass, 1 fail."""
     from leaklab.grade import grade, write_json
@@ -293,7 +305,9 @@ def grade_cmd(
         if not patch.is_file():
             raise LeakLabError(f"--patch {patch} does not exist", "give the path of a .patch file")
         variant = f"{PATCH_PREFIX}{patch.resolve()}"
-    result = grade(lab, variant, log=lambda s: err.print(s, highlight=False))
+    result = grade(
+        lab, variant, log=lambda s: err.print(s, highlight=False), fixed_duration=fixed_duration
+    )
     for line in grade_report(lab, result):
         out.print(line, highlight=False)
     if json_out is not None:

@@ -23,8 +23,12 @@ stops answering, or answers without doing the work, is flat too.
 guards a level the solution keeps (e.g. a per-process memory median), for leaks that a
 slope alone does not pin down.
 
-When the verdict is `unclear` (the interval straddles the threshold) the run is repeated
-once, and the second run decides: noise must not flip a grade.
+The run is adaptive (`leaklab.sequential`): it looks at the verdict every 10 s of steady
+window and stops the load at the first look that decides it; `fixed_duration=True` runs
+the whole duration. A load count compared with the solution's (`load.ok` of "solution")
+is compared per second of load, since the two runs may have lasted different times.
+When the verdict is `unclear` (the interval straddles the threshold at the last look)
+the run is repeated once, and the second run decides: noise must not flip a grade.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from leaklab import base, dataset, report
+from leaklab import base, dataset, report, sequential
 from leaklab.analysis import Fit, load_seconds, series_fit, steady_window
 from leaklab.build import build_variant, run_tests
 from leaklab.errors import LeakLabError
@@ -90,6 +94,9 @@ class GradeResult:
     # The learner's own tests, when they differ from the course's: run, reported, never
     # decisive ("passed", or "failed: <why>"); None when the learner left them alone.
     own_tests: str | None = None
+    # An adaptive run's deciding look: "look 2 of 5 at 30 s: grows (... at 98.86%)".
+    decided: str | None = None
+    load_s: float | None = None  # seconds of load the verdict took
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -123,6 +130,10 @@ def evaluate(
     if check.of == "solution":
         base = measure(solution, check.measure, warmup_s) if solution is not None else None
         source = "the captured solution run"
+        if base is not None and solution is not None and check.measure.startswith("load."):
+            # Counts grow with the load's length: the solution's, per second of this run.
+            base *= load_seconds(mine) / load_seconds(solution)
+            source += " (per second of load)"
     else:
         base = measure(mine, check.of, warmup_s)
         source = check.of
@@ -194,6 +205,7 @@ def grade(
     variant: str = "mine",
     log: Callable[[str], None] = print,
     retries: int = 1,
+    fixed_duration: bool = False,
 ) -> GradeResult:
     if lab.implementation(variant):
         raise LeakLabError(
@@ -220,7 +232,7 @@ def grade(
     _describe_references(lab, spec, refs, result)
     if failure := _build_and_test(lab, variant, result, log):
         return failure
-    mine = _measure(lab, spec, variant, result, retries, log)
+    mine = _measure(lab, RunPlan(variant, spec, retries, not fixed_duration), result, log)
     if mine is None:
         return result
     return _judge(lab, spec, mine, refs.get("fixed"), result)
@@ -284,22 +296,35 @@ def _differs(mine: Path, course: Path, patterns: list[str]) -> bool:
     return files(mine) != files(course)
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """How a grade measures: the tree, its lab's `[grade]`, and how many re-runs."""
+
+    variant: str
+    spec: GradeSpec
+    retries: int
+    adaptive: bool
+
+
 def _measure(
-    lab: Lab,
-    spec: GradeSpec,
-    variant: str,
-    result: GradeResult,
-    retries: int,
-    log: Callable[[str], None],
+    lab: Lab, how: RunPlan, result: GradeResult, log: Callable[[str], None]
 ) -> dataset.Dataset | None:
     """Run under the standard load; an unclear verdict is measured once more."""
-    params = {"duration": f"{spec.duration_s:g}"} if spec.duration_s else None
+    params = {"duration": f"{how.spec.duration_s:g}"} if how.spec.duration_s else None
     # No idle phase and no snapshots: the verdict window is the load phase, and the
     # checks read the series and the load's counts. (`leaklab run` keeps both.)
     dest = work_dir(lab.root) / "grades" / lab.slug
-    opts = RunOptions(variant, params, idle_s=0.0, snapshots=False, dest=dest, name="graded")
+    opts = RunOptions(
+        how.variant,
+        params,
+        idle_s=0.0,
+        snapshots=False,
+        dest=dest,
+        name="graded",
+        adaptive=how.adaptive,
+    )
     mine = None
-    for attempt in range(1 + retries):
+    for attempt in range(1 + how.retries):
         result.attempts = attempt + 1
         try:
             ran = run(lab, opts, log=log)
@@ -310,9 +335,12 @@ def _measure(
         summary = report.summarise(lab, mine)
         result.verdict = summary.verdict
         result.slope = _fit(summary.fits[lab.analysis.verdict_series])
+        result.load_s = load_seconds(mine)
+        decision = sequential.recorded(mine.meta)
+        result.decided = str(decision) if decision else None
         if summary.verdict != "unclear":
             break
-        if attempt < retries:
+        if attempt < how.retries:
             log(f"verdict unclear ({summary.fits[lab.analysis.verdict_series]}); measuring again")
     assert mine is not None
     result.versions = {k: str(v) for k, v in mine.meta.get("versions", {}).items()}
@@ -336,8 +364,9 @@ def _judge(
         return _fail(
             result,
             "verdict",
-            f"{name} is {result.verdict}: slope {fit} {unit}, "
-            f"needs the upper bound below {lab.analysis.flat_below:g}",
+            f"{name} is {result.verdict}: slope {fit} {unit} (95%), "
+            f"needs the upper bound below {lab.analysis.flat_below:g}"
+            + (f"; {result.decided}" if result.decided else ""),
         )
     if spec.rss_grows_above is not None:
         rss = series_fit(mine, "rss_bytes", lab.analysis.warmup_s)

@@ -21,6 +21,8 @@ def grade_report(lab: Lab, result: GradeResult) -> Iterator[str]:
             f" (flat needs the upper bound < {lab.analysis.flat_below:g}; "
             f"{result.attempts} run{'s' if result.attempts > 1 else ''})"
         )
+    if result.decided:
+        yield f"  decided after {result.load_s or 0:.0f} s of load: {result.decided}"
     for name, figures in result.reference.items():
         shown = ", ".join(f"{k} {v:.3g}" for k, v in figures.items() if isinstance(v, int | float))
         label = "solution" if name == "fixed" else name

@@ -15,6 +15,8 @@ series `load_<name>` and enforces a hard deadline in case the program does not s
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -64,6 +66,12 @@ class LoadProgram:
             )
         self._reader = threading.Thread(target=self._read, name="load-reader", daemon=True)
         self._reader.start()
+
+    def ask_to_stop(self) -> None:
+        """SIGTERM to the program alone: it stops sending, waits briefly for requests in
+        flight and prints its final line, as at the end of its duration."""
+        if self._child is not None and self._child.poll() is None:
+            os.killpg(self._child.pid, signal.SIGTERM)  # its own process group
 
     def running(self) -> bool:
         return self._child is not None and self._child.poll() is None

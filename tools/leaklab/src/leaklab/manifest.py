@@ -114,6 +114,7 @@ class Analysis(_Table, frozen=True, kw_only=True):
     verdict_series: str | None = None
     grows_above: Seconds = 1.0
     flat_below: Seconds = 1.0
+    look_every_s: Seconds = 10.0
 
 
 class Bench(_Table, frozen=True, kw_only=True):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
+from leaklab import sequential
 from leaklab.analysis import Fit, load_seconds, ratio, scale, series_fit, unit_per_min, verdict
 from leaklab.dataset import Dataset
 from leaklab.spec import Lab
@@ -28,6 +29,16 @@ class RunSummary:
     verdict: str
     # "p50 / p99" in ms, when the load program reports per-request latency (lab 05).
     latency_ms: str | None = None
+    # An adaptive run: when its verdict was decided, in seconds of load.
+    decided_at_s: float | None = None
+
+    @property
+    def verdict_cell(self) -> str:
+        return (
+            self.verdict
+            if self.decided_at_s is None
+            else f"{self.verdict} @{self.decided_at_s:.0f}s"
+        )
 
 
 def summarise(lab: Lab, ds: Dataset) -> RunSummary:
@@ -51,11 +62,19 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
         sent=int(final.get("sent", 0)),
         aborted=int(final.get("aborted", 0)),
         errors=int(final.get("errors", 0)),
-        verdict=verdict(
-            fits[lab.analysis.verdict_series], lab.analysis.grows_above, lab.analysis.flat_below
-        ),
+        verdict=run_verdict(lab, ds, fits[lab.analysis.verdict_series]),
         latency_ms=latency,
+        decided_at_s=decision.at_s if (decision := sequential.recorded(ds.meta)) else None,
     )
+
+
+def run_verdict(lab: Lab, ds: Dataset, fit: Fit | None) -> str:
+    """An adaptive run's verdict is its deciding look's (a wider interval than 95%, over
+    the window up to that look); a captured run's is the rule applied to its 95% fit."""
+    decision = sequential.recorded(ds.meta)
+    if decision is not None:
+        return decision.verdict
+    return verdict(fit, lab.analysis.grows_above, lab.analysis.flat_below)
 
 
 def _ms(value: float) -> str:
@@ -70,7 +89,8 @@ def table(lab: Lab, summaries: list[RunSummary], wide: bool = False) -> Table:
     name = lab.analysis.verdict_series
     out = Table(
         title=f"{lab.slug}: {series_title(name)}",
-        caption="steady-window slope; --wide: every series and count",
+        caption="steady-window slope; @Ns: an adaptive run decided after N s of load; "
+        "--wide: every series and count",
     )
     out.add_column("run")
     out.add_column(f"slope\n{unit_per_min(name)} [95% CI]", justify="right")
@@ -109,7 +129,7 @@ def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:
             str(run.sent),
             str(run.aborted),
             str(run.errors),
-            run.verdict,
+            run.verdict_cell,
         )
     return out
 

@@ -52,6 +52,7 @@ from leaklab.procs import (
 )
 from leaklab.progress import LiveProgress
 from leaklab.samplers import JsonlTail, Recorder, Sampler, http_json_poll, rss_poll, tree_rss
+from leaklab.sequential import Watch, plan
 from leaklab.spec import Aux, Lab, Ready, Snapshot, fill
 from leaklab.variants import UNORDERED
 
@@ -72,6 +73,9 @@ class RunOptions:
     dest: Path | None = None  # folder for the dataset; default .leaklab/runs/<slug>
     name: str | None = None  # dataset name; default the variant
     order: int = UNORDERED
+    # Look at the verdict every few seconds and stop the load once it is decided
+    # (`leaklab.sequential`); off for captures, which publish the whole run.
+    adaptive: bool = False
 
 
 @dataclass(frozen=True)
@@ -275,6 +279,7 @@ class Measured:
     load_argv: list[str] | None
     t0: float
     t_load_end: float
+    watch: Watch | None = None
 
 
 def _measure(setup: Setup, ledger: Ledger) -> Measured:
@@ -316,25 +321,49 @@ def _stop_samplers(samplers: list[Sampler]) -> None:
 def _drive(
     setup: Setup, serving: Serving, load: LoadProgram, recorder: Recorder, origin: Origin
 ) -> Measured:
-    """Start the load (or the self-driving service) at t_s = 0 and watch it to its end,
-    then idle; every aux and the service must stay up throughout."""
+    """Start the load (or the self-driving service) at t_s = 0 and watch it to its end
+    (an adaptive run ends it at the first look that decides the verdict), then idle;
+    every aux and the service must stay up throughout."""
     lab = setup.lab
     load_argv, t0, deadline = setup.driving.start(setup, serving, load, origin)
+    watch = _watch_for(setup)
     title = f"{lab.slug} {setup.opts.variant}"
     with LiveProgress(title, setup.duration_s, recorder, lab.analysis.series) as live:
         while load.running() and time.monotonic() < deadline:
             _check_alive(serving.watched)
             live.update(time.monotonic() - t0, load.result.last)
+            if watch is not None and watch.due(time.monotonic() - t0):
+                _look(setup, watch, recorder, t0, load)
             time.sleep(0.25)
         result = load.finish(deadline)
         t_load_end = time.monotonic()
+        if watch is not None and watch.decided is None:
+            setup.log(str(watch.last_look(recorder.snapshot(), t0, t_load_end - t0)))
         live.update(t_load_end - t0, result.final or result.last)
         idle_end = t_load_end + setup.driving.idle_s(setup)
         while time.monotonic() < idle_end:
             _check_alive(serving.watched)
             live.update(time.monotonic() - t0, result.final, phase="idle")
             time.sleep(0.25)
-    return Measured(serving, recorder, result, load_argv, t0, t_load_end)
+    return Measured(serving, recorder, result, load_argv, t0, t_load_end, watch)
+
+
+def _watch_for(setup: Setup) -> Watch | None:
+    """The looks of an adaptive run; a self-driving client ends by itself, so its run
+    is never shortened."""
+    if not setup.opts.adaptive or not setup.driving.listens:
+        return None
+    a = setup.lab.analysis
+    return Watch(a, plan(a.warmup_s, setup.duration_s, a.look_every_s))
+
+
+def _look(setup: Setup, watch: Watch, recorder: Recorder, t0: float, load: LoadProgram) -> None:
+    decision = watch.look(recorder.snapshot(), t0)
+    if decision.decided:
+        setup.log(f"{decision}: stopping the load")
+        load.ask_to_stop()
+    else:
+        setup.log(str(decision))
 
 
 def _write(setup: Setup, measured: Measured, ledger: Ledger) -> RunResult:
@@ -681,6 +710,7 @@ def _provenance(
         "load_result": measured.result.final,
         "peaks": _peaks(measured.recorder, serving),
         "mode": setup.driving.mode,
+        **({"sequential": measured.watch.to_json()} if measured.watch else {}),
         "sampler_errors": len(measured.recorder.errors),
         "commands": {
             "leaklab": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),

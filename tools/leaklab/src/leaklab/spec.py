@@ -146,6 +146,8 @@ class Analysis:
     verdict_series: str
     grows_above: float
     flat_below: float
+    # An adaptive run looks at the verdict every this many seconds of steady window.
+    look_every_s: float = 10.0
 
 
 MEASURE_KINDS = ("load", "last", "peak", "median")
@@ -459,7 +461,7 @@ def _analysis(a: manifest.Analysis, fail: _Failer) -> Analysis:
     verdict = a.verdict_series or a.series[0]
     if verdict not in a.series:
         raise fail("analysis", "verdict_series", f"must be one of {list(a.series)}")
-    return Analysis(a.warmup_s, a.series, verdict, a.grows_above, a.flat_below)
+    return Analysis(a.warmup_s, a.series, verdict, a.grows_above, a.flat_below, a.look_every_s)
 
 
 def _grade(g: manifest.Grade, fail: _Failer) -> GradeSpec:
