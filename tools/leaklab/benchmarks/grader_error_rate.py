@@ -4,7 +4,9 @@ time in twenty is worse than no grader).
 
 A wrong verdict is broken passing, or the solution failing. Each count comes with a
 one-sided 95% Clopper-Pearson upper bound on the error rate (0 of 10 still allows up to
-26%: more rounds narrow it). Also reported: seconds of load each verdict took.
+26%: more rounds narrow it). Also reported: seconds of load each verdict took (grades are
+adaptive: the load stops at the first look that decides), and the whole grade's wall
+time (build from cache, unit tests, start-up, load).
 
     make bench-grader LAB=03 N=10
     .venv/bin/python tools/leaklab/benchmarks/grader_error_rate.py 03 --rounds 10
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import time
 from pathlib import Path
 
 from scipy import stats
@@ -50,16 +53,19 @@ def main() -> None:
     lab = load_lab(args.lab)
     report: dict[str, dict[str, object]] = {}
     for variant, should_pass in EXPECTED.items():
-        wrong, seconds, verdicts = 0, [], []
+        wrong, seconds, walls, verdicts = 0, [], [], []
         for k in range(args.rounds):
+            started = time.monotonic()
             result = grade(lab, variant, log=lambda _: None)
+            walls.append(time.monotonic() - started)
             wrong += result.passed != should_pass
             verdicts.append(f"{result.verdict} ({result.stage})")
             if (s := load_seconds(result)) is not None:
                 seconds.append(s)
             print(
                 f"{variant} {k + 1}/{args.rounds}: {'pass' if result.passed else 'fail'}, "
-                f"{result.verdict}, {result.attempts} run(s)",
+                f"{result.verdict}, {result.attempts} run(s), {walls[-1]:.0f} s; "
+                f"{result.decided or 'whole run'}",
                 flush=True,
             )
         report[variant] = {
@@ -68,11 +74,15 @@ def main() -> None:
             "wrong_rate_upper_95": round(upper_bound(wrong, args.rounds), 3),
             "load_s_median": statistics.median(seconds) if seconds else None,
             "load_s_worst": max(seconds) if seconds else None,
+            "grade_s_median": round(statistics.median(walls), 1),
+            "grade_s_worst": round(max(walls), 1),
             "verdicts": verdicts,
         }
+        figures = report[variant]
         print(
             f"{variant}: {wrong} wrong of {args.rounds} "
-            f"(95% upper bound {report[variant]['wrong_rate_upper_95']:.0%})"
+            f"(95% upper bound {figures['wrong_rate_upper_95']:.0%}); load to a verdict "
+            f"median {figures['load_s_median']} s, worst {figures['load_s_worst']} s"
         )
     out = work_dir(lab.root) / "reports" / f"grader-{lab.slug}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -22,8 +22,8 @@ samples are rarely independent:
 Measured coverage of the 95% interval on synthetic series with a known slope (the
 generators of tests/test_analysis.py, 400 seeded runs each): step series 0.95, sawtooth
 0.98, AR(1) noise with phi 0.9 over 480 samples 0.925. The previous fit (OLS with
-sqrt(n)-lag HAC over every sample) covered 0.69, 0.90 and 0.79 on the same runs. The verdict still keeps a margin (`grows_above`,
-`flat_below`) and the budget a 10x ratio.
+sqrt(n)-lag HAC over every sample) covered 0.69, 0.90 and 0.79 on the same runs. The
+verdict still keeps a margin (`grows_above`, `flat_below`) and the budget a 10x ratio.
 
 Verdict rule, per lab (`[analysis]` in lab.toml), on the verdict series:
 - `grows` when the CI's lower bound is above `grows_above` (units per minute);
