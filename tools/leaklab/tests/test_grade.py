@@ -196,6 +196,18 @@ def test_a_reference_of_zero_is_unusable_not_a_pass() -> None:
     assert evaluate(check, run(10), run(10)).passed
 
 
+def test_a_run_stopped_early_is_compared_per_second_of_load() -> None:
+    """An adaptive grade may stop at 30 s; the solution was captured over 60 s."""
+
+    def run(ok: int, load_s: float) -> Dataset:
+        frame = pd.DataFrame({"t_s": [0.0], "series": ["x"], "value": [1.0]})
+        return Dataset("r", frame, {"load_result": {"ok": ok}, "phases": {"load_s": load_s}})
+
+    check = GradeCheck("answers", "load.ok", "at_least", 0.9, "solution")
+    assert evaluate(check, run(450, 30), run(900, 60)).passed
+    assert not evaluate(check, run(300, 30), run(900, 60)).passed  # two thirds of the rate
+
+
 def test_a_tree_that_breaks_the_unit_tests_fails(graded_repo: Path) -> None:
     server = graded_repo / "labs" / "90-fake" / "service" / "server.py"
     server.write_text(server.read_text() + "\nthis is not python\n")

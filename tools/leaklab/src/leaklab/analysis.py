@@ -9,7 +9,9 @@ samples are rarely independent:
   run. It is fitted on one point per step, the first sample of each new value, with
   the textbook OLS interval (Student t, n - 2 degrees of freedom); the window's first
   value is dropped, since it was set at an unknown time before the window opened.
-  Fewer than 3 steps: no fit.
+  With fewer than 3 steps in the window (a counter that hardly moves, like lab 05's
+  Tokio live heap: two changes in 45 s) it is fitted as any other series, below; an
+  adaptive run's interim look does not decide on so few events (`strict_steps`).
 - Any other series is autocorrelated (a heap that is high now is high 250 ms later).
   It is fitted by OLS after an AR(1) (Prais-Winsten) transform, the lag-1
   autocorrelation corrected for its small-sample bias, and its interval uses a
@@ -108,7 +110,11 @@ def step_points(t: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def fit_slope(
-    t_s: np.ndarray, values: np.ndarray, per: float = 1.0, level: float = 0.95
+    t_s: np.ndarray,
+    values: np.ndarray,
+    per: float = 1.0,
+    level: float = 0.95,
+    strict_steps: bool = False,
 ) -> Fit | None:
     """Slope of values/per against minutes with a two-sided CI at `level` (95% unless an
     adaptive run's look asks for more); None if too few points.
@@ -121,7 +127,7 @@ def fit_slope(
     y = np.asarray(values, dtype=float) / per
     if np.ptp(y) == 0:
         return Fit(0.0, 0.0, 0.0, len(y))
-    if is_step_series(y):
+    if is_step_series(y) and (len(step_points(minutes, y)[1]) >= MIN_STEPS or strict_steps):
         minutes, y = step_points(minutes, y)
         if len(y) < MIN_STEPS or np.ptp(minutes) <= 0:
             return None

@@ -130,9 +130,10 @@ def evaluate(
     if check.of == "solution":
         base = measure(solution, check.measure, warmup_s) if solution is not None else None
         source = "the captured solution run"
-        if base is not None and solution is not None and check.measure.startswith("load."):
+        per_second = _load_ratio(mine, solution) if check.measure.startswith("load.") else 1.0
+        if base is not None and per_second != 1.0:
             # Counts grow with the load's length: the solution's, per second of this run.
-            base *= load_seconds(mine) / load_seconds(solution)
+            base *= per_second
             source += " (per second of load)"
     else:
         base = measure(mine, check.of, warmup_s)
@@ -150,6 +151,15 @@ def evaluate(
     sign = ">=" if check.bound == "at_least" else "<="
     detail = f"{check.measure} = {got:g}, needs {sign} {check.factor:g} x {source} = {limit:g}"
     return CheckResult(check.name, ok, got, limit, detail)
+
+
+def _load_ratio(mine: dataset.Dataset, solution: dataset.Dataset | None) -> float:
+    """This run's seconds of load over the solution's (1 when either is unknown)."""
+    mine_s = load_seconds(mine)
+    solution_s = load_seconds(solution) if solution is not None else math.inf
+    if not (0 < mine_s < math.inf and 0 < solution_s < math.inf):
+        return 1.0
+    return mine_s / solution_s
 
 
 def published_lab(lab: Lab) -> Lab:

@@ -109,7 +109,8 @@ def judge(
     look = looks[index]
     inside = (t_s >= analysis.warmup_s) & (t_s <= look.at_s)
     per = scale(analysis.verdict_series)[0]
-    fit = fit_slope(t_s[inside], values[inside], per, level=look.level)
+    interim = index < len(looks) - 1  # an interim look waits for 3 events of a step series
+    fit = fit_slope(t_s[inside], values[inside], per, level=look.level, strict_steps=interim)
     said = verdict(fit, analysis.grows_above, analysis.flat_below)
     return Decision(index + 1, len(looks), look.at_s, look.level, said, fit)
 
