@@ -62,7 +62,9 @@ def test_a_student_commits_a_fix_and_the_classroom_grade_passes(tmp_path: Path) 
     # What the grade measures with, edited and committed: a looser verdict rule and a
     # reference run that asks for less. The grade must ignore both, and say so.
     toml = lab_dir / "lab.toml"
-    toml.write_text(toml.read_text().replace("flat_below = 5.0", "flat_below = 500.0"))
+    rule = toml.read_text()
+    assert "flat_below = 10.0" in rule  # the published rule, edited below
+    toml.write_text(rule.replace("flat_below = 10.0", "flat_below = 500.0"))
     reference = student / "datasets" / SLUG / "fixed.json"
     reference.write_text(reference.read_text().replace('"ok": ', '"ok": 1, "was_ok": '))
     git(student, "commit", "-qam", "make it easier")
@@ -89,7 +91,7 @@ def test_a_student_commits_a_fix_and_the_classroom_grade_passes(tmp_path: Path) 
     report = "".join(lines)
     assert f"labs/{SLUG}/lab.toml" in report and f"datasets/{SLUG}/fixed.json" in report
     result = json.loads((student / "grade-01.json").read_text())
-    assert result["passed"] and result["thresholds"]["flat_below"] == 5.0
+    assert result["passed"] and result["thresholds"]["flat_below"] == 10.0
     assert result["ignored"] == [f"datasets/{SLUG}/fixed.json", f"labs/{SLUG}/lab.toml"]
 
     lab = load_lab("01", student)

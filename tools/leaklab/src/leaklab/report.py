@@ -110,7 +110,7 @@ def table(lab: Lab, summaries: list[RunSummary], wide: bool = False) -> Table:
 
 
 def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:
-    out = Table(title=f"{lab.slug}: slope over the steady window, 95% CI (HAC)")
+    out = Table(title=f"{lab.slug}: slope over the steady window, 95% CI")
     out.add_column("run")
     for s in lab.analysis.series:
         out.add_column(f"{s}\n{unit_per_min(s)}", justify="right")
