@@ -179,3 +179,17 @@ def test_a_grade_tree_has_the_published_tests_and_the_solutions_regression_test(
     assert not (graded / "test_mine.py").exists()
     assert "HELD.append" in (graded / "test_regression.py").read_text()
     assert (tmp_path / "theirs" / "test_server.py").read_text() == "# weakened by the learner\n"
+
+
+def test_the_course_map_row_must_name_the_lab_as_its_manifest(fake_repo: Path) -> None:
+    lab = load_lab("90", fake_repo)
+    slug = lab.slug
+    links = f"([notebook](notebooks/{slug}.ipynb), [solution](solutions/{slug}/README.md), "
+    row = f"| 90 | [{{title}}](labs/{slug}/README.md) {links}[deck](slides/{slug}.md)) | Python |"
+    readme = fake_repo / "README.md"
+    readme.write_text(row.format(title=lab.title) + "\n")
+    assert dev._map_problems(lab) == []
+    readme.write_text(row.format(title="An older title") + "\n")
+    assert "should name the lab as lab.toml" in " ".join(dev._map_problems(lab))
+    readme.write_text("no map at all\n")
+    assert "has no row linking the lab" in dev._map_problems(lab)[0]

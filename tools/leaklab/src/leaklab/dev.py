@@ -73,6 +73,26 @@ def _stage_problems(lab: Lab) -> list[str]:
     return problems
 
 
+def _map_problems(lab: Lab) -> list[str]:
+    """The course map's row for a lab names it by its manifest's title and links its
+    README, notebook, solution and deck."""
+    readme = lab.root / "README.md"
+    text = readme.read_text() if readme.is_file() else ""
+    slug = lab.slug
+    row = next((r for r in text.splitlines() if f"(labs/{slug}/README.md)" in r), None)
+    if row is None:
+        return [f"{slug}: the course map in README.md has no row linking the lab"]
+    problems = []
+    if f"[{lab.title}](labs/{slug}/README.md)" not in row:
+        problems.append(
+            f"{slug}: the course map names the lab otherwise than lab.toml: {lab.title!r}"
+        )
+    for link in (f"notebooks/{slug}.ipynb", f"solutions/{slug}/README.md", f"slides/{slug}.md"):
+        if f"({link})" not in row:
+            problems.append(f"{slug}: the course map's row does not link {link}")
+    return problems
+
+
 def _file_problems(lab: Lab) -> list[str]:
     root, slug = lab.root, lab.slug
     wanted = {
@@ -90,9 +110,7 @@ def _file_problems(lab: Lab) -> list[str]:
     for folder in ("pass", "fail"):
         if len(list((grading / folder).glob("*.patch"))) < 2:
             problems.append(f"{slug}: needs two or more grading cases in {grading / folder}")
-    readme = (root / "README.md").read_text() if (root / "README.md").is_file() else ""
-    if f"(labs/{slug}/README.md)" not in readme:
-        problems.append(f"{slug}: the course map in README.md has no row linking the lab")
+    problems += _map_problems(lab)
     classroom = root / ".github" / "workflows" / "classroom.yml"
     text = classroom.read_text() if classroom.is_file() else ""
     if f"leaklab grade {lab.number} " not in text:
