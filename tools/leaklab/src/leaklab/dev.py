@@ -85,7 +85,7 @@ def _map_problems(lab: Lab) -> list[str]:
     problems = []
     if f"[{lab.title}](labs/{slug}/README.md)" not in row:
         problems.append(
-            f"{slug}: the course map names the lab otherwise than lab.toml: {lab.title!r}"
+            f"{slug}: the course map should name the lab as lab.toml: {lab.title!r}"
         )
     for link in (f"notebooks/{slug}.ipynb", f"solutions/{slug}/README.md", f"slides/{slug}.md"):
         if f"({link})" not in row:
