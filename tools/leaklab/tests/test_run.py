@@ -38,9 +38,13 @@ def test_broken_grows_fixed_does_not(no_orphans: Path) -> None:
     assert line is not None and "do not overlap" in line
 
 
-def test_an_adaptive_run_stops_the_load_once_the_verdict_is_decided(no_orphans: Path) -> None:
+def test_an_adaptive_run_stops_the_load_once_the_verdict_is_decided(
+    no_orphans: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Looks every second (the fake lab's `look_every_s`) over a 20 s load: each variant
-    is decided within a few seconds, the load is stopped, and the dataset says when."""
+    is decided within a few seconds, the load is stopped, and the dataset says when. A
+    load that exits 1 when interrupted, after its final line, is not a failed load."""
+    monkeypatch.setenv("FAKE_LOAD_EXIT_1_WHEN_STOPPED", "1")
     lab = load_lab("90", no_orphans)
     for variant, expected in (("broken", "grows"), ("fixed", "flat")):
         opts = RunOptions(variant, params={"duration": "20"}, adaptive=True)

@@ -84,9 +84,7 @@ def _map_problems(lab: Lab) -> list[str]:
         return [f"{slug}: the course map in README.md has no row linking the lab"]
     problems = []
     if f"[{lab.title}](labs/{slug}/README.md)" not in row:
-        problems.append(
-            f"{slug}: the course map should name the lab as lab.toml: {lab.title!r}"
-        )
+        problems.append(f"{slug}: the course map should name the lab as lab.toml: {lab.title!r}")
     for link in (f"notebooks/{slug}.ipynb", f"solutions/{slug}/README.md", f"slides/{slug}.md"):
         if f"({link})" not in row:
             problems.append(f"{slug}: the course map's row does not link {link}")

@@ -1,6 +1,7 @@
 """Fake load: POSTs 100 KB bodies at a fixed rate, prints the progress protocol."""
 
 import json
+import os
 import signal
 import sys
 import time
@@ -36,3 +37,5 @@ while (elapsed := time.monotonic() - start) < duration and not stopping:
 print(
     json.dumps({"done": True, "t_s": time.monotonic() - start, "sent": sent, "ok": ok, "errors": 0})
 )
+# Like lab 03's load, which exits 1 when interrupted (after its final line).
+sys.exit(1 if stopping and os.environ.get("FAKE_LOAD_EXIT_1_WHEN_STOPPED") else 0)
