@@ -21,12 +21,10 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 
 from scipy import stats
 
-from leaklab import dataset
-from leaklab.grade import GradeResult, grade
+from leaklab.grade import grade
 from leaklab.paths import work_dir
 from leaklab.spec import load_lab
 
@@ -36,13 +34,6 @@ EXPECTED = {"broken": False, "fixed": True}  # does the grade pass?
 def upper_bound(wrong: int, n: int, confidence: float = 0.95) -> float:
     """One-sided Clopper-Pearson upper bound on a rate seen `wrong` times in `n`."""
     return 1.0 if wrong >= n else float(stats.beta.ppf(confidence, wrong + 1, n - wrong))
-
-
-def load_seconds(result: GradeResult) -> float | None:
-    if not result.dataset:
-        return None
-    meta = dataset.read(Path(result.dataset).with_suffix(".json")).meta
-    return float(meta["phases"]["load_s"]) * result.attempts
 
 
 def main() -> None:
@@ -60,8 +51,8 @@ def main() -> None:
             walls.append(time.monotonic() - started)
             wrong += result.passed != should_pass
             verdicts.append(f"{result.verdict} ({result.stage})")
-            if (s := load_seconds(result)) is not None:
-                seconds.append(s)
+            if result.load_s is not None:  # the last run's; a repeated run counts twice
+                seconds.append(result.load_s * result.attempts)
             print(
                 f"{variant} {k + 1}/{args.rounds}: {'pass' if result.passed else 'fail'}, "
                 f"{result.verdict}, {result.attempts} run(s), {walls[-1]:.0f} s; "

@@ -43,6 +43,7 @@ class RunSummary:
 
 def summarise(lab: Lab, ds: Dataset) -> RunSummary:
     fits = {s: series_fit(ds, s, lab.analysis.warmup_s) for s in lab.analysis.series}
+    decision = sequential.recorded(ds.meta)  # None unless the run was adaptive
     final = ds.meta.get("load_result", {})
     load_s = load_seconds(ds)
     # A self-driving program keeps delivering after its load phase (a drain): count its
@@ -62,16 +63,15 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
         sent=int(final.get("sent", 0)),
         aborted=int(final.get("aborted", 0)),
         errors=int(final.get("errors", 0)),
-        verdict=run_verdict(lab, ds, fits[lab.analysis.verdict_series]),
+        verdict=run_verdict(lab, decision, fits[lab.analysis.verdict_series]),
         latency_ms=latency,
-        decided_at_s=decision.at_s if (decision := sequential.recorded(ds.meta)) else None,
+        decided_at_s=decision.at_s if decision else None,
     )
 
 
-def run_verdict(lab: Lab, ds: Dataset, fit: Fit | None) -> str:
+def run_verdict(lab: Lab, decision: sequential.Decision | None, fit: Fit | None) -> str:
     """An adaptive run's verdict is its deciding look's (a wider interval than 95%, over
     the window up to that look); a captured run's is the rule applied to its 95% fit."""
-    decision = sequential.recorded(ds.meta)
     if decision is not None:
         return decision.verdict
     return verdict(fit, lab.analysis.grows_above, lab.analysis.flat_below)

@@ -102,10 +102,10 @@ class Decision:
         return self.verdict != "unclear"
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "fit": asdict(self.fit) if self.fit else None}
+        return asdict(self)  # the fit too: asdict recurses
 
     def __str__(self) -> str:
-        what = f"{self.verdict}" if self.decided else "not decided"
+        what = self.verdict if self.decided else "not decided"
         return (
             f"look {self.look} of {self.looks} at {self.at_s:.0f} s: {what} "
             f"({self.fit or 'too few points'} at {100 * self.level:.2f}%)"
@@ -150,17 +150,17 @@ class Watch:
         return self.decided is None and k < len(self.looks) - 1 and elapsed_s >= self.looks[k].at_s
 
     def look(self, rows: list[Row], t0: float) -> Decision:
-        decision = judge(self.analysis, self.looks, len(self.decisions), *self._series(rows, t0))
-        self.decisions.append(decision)
-        return decision
+        return self._take(len(self.decisions), rows, t0)
 
     def last_look(self, rows: list[Row], t0: float, end_s: float) -> Decision:
         """The final look, over the whole load phase, when no interim look decided."""
         self.looks[-1] = Look(end_s, self.looks[-1].level)
-        self.decisions.append(
-            judge(self.analysis, self.looks, len(self.looks) - 1, *self._series(rows, t0))
-        )
-        return self.decisions[-1]
+        return self._take(len(self.looks) - 1, rows, t0)
+
+    def _take(self, index: int, rows: list[Row], t0: float) -> Decision:
+        decision = judge(self.analysis, self.looks, index, *self._series(rows, t0))
+        self.decisions.append(decision)
+        return decision
 
     def to_json(self) -> dict[str, Any]:
         final = self.decisions[-1] if self.decisions else None
