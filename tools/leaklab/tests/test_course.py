@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from leaklab import dataset, dev, diff, report
-from leaklab.analysis import Fit, ratio
+from leaklab.analysis import Fit
 from leaklab.build import build_tree, build_variant, run_tests
 from leaklab.errors import LeakLabError
 from leaklab.grade import grade
@@ -131,8 +131,11 @@ def test_broken_grows_and_fails_grading_fixed_does_not(slug: str) -> None:
     assert broken.slope is not None and fixed.slope is not None
     b = Fit(broken.slope["slope"], broken.slope["low"], broken.slope["high"], 0)
     f = Fit(fixed.slope["slope"], fixed.slope["low"], fixed.slope["high"], 0)
-    assert not b.overlaps(f), (b, f)
-    assert ratio(b, f) >= 10, (b, f)
+    # Far apart in the lab's own unit: the gap between the intervals is at least the
+    # growth threshold. (A ratio of slopes is not used: an adaptive run stops at the first
+    # decisive look, so the solution's interval width, and with it any ratio, depends on
+    # when that was; CI saw lab 04 at 8x with both verdicts clear.)
+    assert b.low - f.high >= lab.analysis.grows_above, (b, f)
 
 
 @pytest.mark.parametrize("slug", [s for s in LABS if (GRADING / s).is_dir()])
