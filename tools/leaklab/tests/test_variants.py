@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,22 @@ def test_builds_are_cached_by_content(fake_repo: Path) -> None:
     assert not first.cached and again.cached and again.key == first.key
     assert fixed.key != first.key
     assert (first.out / "server.py").is_file()
+
+
+def test_two_builds_of_one_tree_at_once_build_it_once(fake_repo: Path) -> None:
+    """Two terminals (or two test workers) building the same variant: one builds, the
+    other waits and takes the finished build, instead of deleting it as a failed one."""
+    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(
+        toml.read_text().replace('"import shutil,', '"import time; time.sleep(1); import shutil,')
+    )
+    lab = load_lab("90", fake_repo)
+    with ThreadPoolExecutor(2) as pool:
+        builds = list(
+            pool.map(lambda _: build_variant(lab, "broken", log=lambda _: None), range(2))
+        )
+    assert sorted(b.cached for b in builds) == [False, True]
+    assert builds[0].key == builds[1].key and (builds[0].out / "server.py").is_file()
 
 
 def test_failing_build_shows_the_log(fake_repo: Path) -> None:

@@ -8,12 +8,14 @@ variant reuses its binaries (a warm demo skips the compile entirely).
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -170,16 +172,17 @@ def run_tests(
     broken and fixed) skips straight to the measurement. A failure is never recorded."""
     marker = built.src.parent / TESTED_MARKER
     commands = "\n".join(repr(c) for c in lab.build.test)
-    if reuse_pass and marker.is_file() and marker.read_text() == commands:
-        log_file.write_text(f"unit tests already passed on build {built.key}\n")
-        return False
-    marker.unlink(missing_ok=True)
-    log_file.unlink(missing_ok=True)
-    prepare_sources(lab.build, built.src)
-    run_commands(
-        lab.build.test, built.src, values(lab, built.src, built.out), log_file, timeout_s=timeout_s
-    )
-    marker.write_text(commands)
+    with _exclusive(lab, built.key):
+        if reuse_pass and marker.is_file() and marker.read_text() == commands:
+            log_file.write_text(f"unit tests already passed on build {built.key}\n")
+            return False
+        marker.unlink(missing_ok=True)
+        log_file.unlink(missing_ok=True)
+        prepare_sources(lab.build, built.src)
+        run_commands(
+            lab.build.test, built.src, values(lab, built.src, built.out), log_file, timeout_s
+        )
+        marker.write_text(commands)
     return True
 
 
@@ -223,16 +226,30 @@ def _build_tree(
     key = tree_hash(src, [repr(c) for c in commands] + preset_values)
     home = _build_root(lab) / key
     out = home / "out"
-    if (home / DONE_MARKER).exists():
-        log(f"{what}: cached build {key}")
-        return Built(key, home / "src", out, cached=True)
-    if home.exists():
-        shutil.rmtree(home)  # an earlier build of this key failed or was interrupted
-    home.mkdir()
-    src.rename(home / "src")
-    out.mkdir()
-    log(f"{what}: building {key} (log: {home / 'build.log'})")
-    prepare_sources(lab.build, home / "src")
-    run_commands(commands, home / "src", values(lab, home / "src", out), home / "build.log")
-    (home / DONE_MARKER).touch()
+    with _exclusive(lab, key):
+        if (home / DONE_MARKER).exists():
+            log(f"{what}: cached build {key}")
+            return Built(key, home / "src", out, cached=True)
+        if home.exists():
+            shutil.rmtree(home)  # an earlier build of this key failed or was interrupted
+        home.mkdir()
+        src.rename(home / "src")
+        out.mkdir()
+        log(f"{what}: building {key} (log: {home / 'build.log'})")
+        prepare_sources(lab.build, home / "src")
+        run_commands(commands, home / "src", values(lab, home / "src", out), home / "build.log")
+        (home / DONE_MARKER).touch()
     return Built(key, home / "src", out, cached=False)
+
+
+@contextlib.contextmanager
+def _exclusive(lab: Lab, key: str) -> Iterator[None]:
+    """One process at a time builds or tests a given build key (two terminals, or the
+    test suite's parallel workers, would otherwise build into one folder or delete a
+    build in progress as a failed one). Per lab instead when the toolchain shares a cache
+    whose freshness is decided by mtimes (cargo; see presets.toml): a variant touched
+    while another variant builds would later be taken for already built."""
+    name = "cache" if lab.build.touch_sources else key
+    with (_build_root(lab) / f"{name}.lock").open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)  # released when the file closes
+        yield
