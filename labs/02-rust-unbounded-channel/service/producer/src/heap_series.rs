@@ -1,6 +1,5 @@
 //! Heap time series for the `stats-alloc` feature.
 
-use std::alloc::System;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -8,13 +7,27 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use stats_alloc::{StatsAlloc, INSTRUMENTED_SYSTEM};
+use stats_alloc::StatsAlloc;
 
 use crate::queue_clock::QueueClock;
 
-/// Counts every allocation in the process.
+/// Counts every allocation in the process, on top of the system's malloc
+/// (the default build, the one every standard run measures).
+#[cfg(not(any(feature = "jemalloc", feature = "mimalloc")))]
 #[global_allocator]
-static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
+static GLOBAL: &StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
+/// The same counters on top of jemalloc: `live_bytes` still counts what the
+/// program asks for, so only RSS tells the allocators apart.
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static GLOBAL: StatsAlloc<tikv_jemallocator::Jemalloc> =
+    StatsAlloc::new(tikv_jemallocator::Jemalloc);
+
+/// The same counters on top of mimalloc.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: StatsAlloc<mimalloc::MiMalloc> = StatsAlloc::new(mimalloc::MiMalloc);
 
 const INTERVAL: Duration = Duration::from_millis(100);
 

@@ -6,10 +6,14 @@
 //! command line.
 //!
 //! Build with `--features stats-alloc` for a heap time series, or
-//! `--features dhat-heap` for a dhat heap profile (not both).
+//! `--features dhat-heap` for a dhat heap profile (not both). `--features
+//! jemalloc` or `--features mimalloc` take the same series with that
+//! allocator under stats_alloc in place of the system's malloc.
 
 #[cfg(all(feature = "stats-alloc", feature = "dhat-heap"))]
 compile_error!("features `stats-alloc` and `dhat-heap` both install a global allocator; pick one");
+#[cfg(all(feature = "jemalloc", feature = "mimalloc"))]
+compile_error!("features `jemalloc` and `mimalloc` both pick the allocator; pick one");
 
 mod args;
 #[cfg(feature = "stats-alloc")]

@@ -3,7 +3,8 @@
 /// Asks glibc's malloc to return the free memory of its heaps to the kernel:
 /// not only the free space at the top of each heap, which malloc gives back
 /// on its own, but whole free pages in the middle too. Returns whether any
-/// memory was released.
+/// memory was released. Built with `jemalloc` or `mimalloc`, the program's
+/// heap is not glibc's, so this finds (almost) nothing to release there.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub fn release_free_memory() -> bool {
     // SAFETY: malloc_trim only walks the allocator's own free lists; it has
