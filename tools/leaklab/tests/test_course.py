@@ -16,7 +16,7 @@ from leaklab import dataset, dev, diff, report
 from leaklab.analysis import Fit
 from leaklab.build import build_tree, build_variant, run_tests
 from leaklab.errors import LeakLabError
-from leaklab.grade import grade
+from leaklab.grade import READY, gate, grade
 from leaklab.notebooks import execute
 from leaklab.spec import lab_slugs, load_lab
 from leaklab.variants import materialise
@@ -24,6 +24,11 @@ from leaklab.variants import materialise
 LABS = lab_slugs()
 VARIANTS = [(slug, v) for slug in LABS for v in load_lab(slug).variants]
 GRADING = Path(__file__).parent / "grading"
+
+
+# Written above a grading case's diff (git apply skips text before the first `diff`):
+# the case never reaches the load, so its whole grade runs with the quick tests.
+BEFORE_LOAD = "Grading: fails before the load"
 
 
 def grading_cases() -> list[tuple[str, str, bool]]:
@@ -38,6 +43,23 @@ def grading_cases() -> list[tuple[str, str, bool]]:
             for patch in sorted((GRADING / slug / folder).glob("*.patch")):
                 cases.append((slug, f"patch:{patch}", expected))
     return cases
+
+
+def fails_before_load(variant: str) -> bool:
+    """Whether the case's patch says so above its first diff."""
+    for line in Path(variant.removeprefix("patch:")).read_text().splitlines():
+        if line.startswith(("diff --git", "--- ")):
+            return False
+        if line.startswith(BEFORE_LOAD):
+            return True
+    return False
+
+
+def case_ids(cases: list[tuple[str, str, bool]]) -> list[str]:
+    return [f"{s}-{Path(v).stem}" for s, v, _ in cases]
+
+
+MEASURED_CASES = [c for c in grading_cases() if not fails_before_load(c[1])]
 
 
 def test_the_course_agrees_with_itself() -> None:
@@ -160,11 +182,27 @@ def test_an_instructor_can_diff_a_submission_against_the_solution(slug: str) -> 
     assert diff.to_html(lab, parts).count("<section>") == len(parts)
 
 
+@pytest.mark.parametrize(
+    ("slug", "variant", "should_pass"), grading_cases(), ids=case_ids(grading_cases())
+)
+def test_every_grading_case_reaches_the_load_or_fails_before_it(
+    slug: str, variant: str, should_pass: bool
+) -> None:
+    """A grade up to the load (scope, build, the course's unit tests), on the quick
+    tests' two workers. A case marked to fail before the load is graded whole here; every
+    other case must reach the load, and its build and test pass, cached, let its
+    measured grade below start at the load."""
+    result = gate(load_lab(slug), variant, log=print)
+    if fails_before_load(variant):
+        assert not should_pass, f"a passing case cannot be marked '{BEFORE_LOAD}'"
+        assert not result.passed and result.stage != READY, "it reached the load"
+    else:
+        assert result.stage == READY, f"{result.stage}: {result.reason}"
+
+
 @pytest.mark.leak
 @pytest.mark.parametrize(
-    ("slug", "variant", "should_pass"),
-    grading_cases(),
-    ids=[f"{s}-{Path(v).stem if v.startswith('patch:') else v}" for s, v, _ in grading_cases()],
+    ("slug", "variant", "should_pass"), MEASURED_CASES, ids=case_ids(MEASURED_CASES)
 )
 def test_grading_tells_fixes_from_symptom_hiding(
     slug: str, variant: str, should_pass: bool

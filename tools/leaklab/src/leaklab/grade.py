@@ -62,6 +62,9 @@ from leaklab.variants import (
 TEST_TIMEOUT_S = 300.0
 
 
+READY = "ready"  # a `gate` stage: built, tested, ready for the load
+
+
 @dataclass
 class CheckResult:
     name: str
@@ -217,14 +220,37 @@ def grade(
     retries: int = 1,
     fixed_duration: bool = False,
 ) -> GradeResult:
+    lab = published_lab(_not_an_implementation(lab, variant))
+    result = _gate(lab, variant, log)
+    if result.stage != READY:
+        return result
+    refs = reference(lab)
+    _describe_references(lab, lab.grade, refs, result)
+    mine = _measure(lab, RunPlan(variant, lab.grade, retries, not fixed_duration), result, log)
+    if mine is None:
+        return result
+    return _judge(lab, lab.grade, mine, refs.get("fixed"), result)
+
+
+def gate(lab: Lab, variant: str = "mine", log: Callable[[str], None] = print) -> GradeResult:
+    """A grade up to the load: what it ignores, the build and the course's unit tests.
+    A tree that fails here has its whole grade (`passed` False, `stage` says where);
+    one that gets through has `stage == READY`. The build and a test pass are cached, so
+    the grade that follows starts at the load."""
+    return _gate(published_lab(_not_an_implementation(lab, variant)), variant, log)
+
+
+def _not_an_implementation(lab: Lab, variant: str) -> Lab:
     if lab.implementation(variant):
         raise LeakLabError(
             f"{variant} is another implementation of lab {lab.slug}, not a fix of its service",
             "grade your fix in service/ (the default), or a patch with --patch",
         )
-    lab = published_lab(lab)
-    spec = lab.grade
-    result = GradeResult(lab.slug, variant, hint=spec.hint)
+    return lab
+
+
+def _gate(lab: Lab, variant: str, log: Callable[[str], None]) -> GradeResult:
+    result = GradeResult(lab.slug, variant, hint=lab.grade.hint)
     result.thresholds = {
         "flat_below": lab.analysis.flat_below,
         "grows_above": lab.analysis.grows_above,
@@ -238,14 +264,10 @@ def grade(
             "ignored (outside what this lab lets you edit; the published version is used): "
             + ", ".join(result.ignored)
         )
-    refs = reference(lab)
-    _describe_references(lab, spec, refs, result)
     if failure := _build_and_test(lab, variant, result, log):
         return failure
-    mine = _measure(lab, RunPlan(variant, spec, retries, not fixed_duration), result, log)
-    if mine is None:
-        return result
-    return _judge(lab, spec, mine, refs.get("fixed"), result)
+    result.stage = READY
+    return result
 
 
 def _describe_references(
