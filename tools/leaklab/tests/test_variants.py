@@ -69,6 +69,19 @@ def test_two_builds_of_one_tree_at_once_build_it_once(fake_repo: Path) -> None:
     assert builds[0].key == builds[1].key and (builds[0].out / "server.py").is_file()
 
 
+def test_a_build_extra_is_built_only_when_asked_for(fake_repo: Path) -> None:
+    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
+    extra = '[build.extras]\ncopy = [["cp", "{out}/server.py", "{out}/server-copy.py"]]\n'
+    toml.write_text(toml.read_text().replace("[service]", extra + "\n[service]", 1))
+    lab = load_lab("90", fake_repo)
+    plain = build_variant(lab, "broken", log=lambda _: None)
+    more = build_variant(lab, "broken", log=lambda _: None, extras=("copy",))
+    assert not (plain.out / "server-copy.py").exists()
+    assert (more.out / "server-copy.py").is_file() and more.key != plain.key
+    with pytest.raises(LeakLabError, match="no build extra named nope"):
+        build_variant(lab, "broken", log=lambda _: None, extras=("nope",))
+
+
 def test_failing_build_shows_the_log(fake_repo: Path) -> None:
     lab = load_lab("90", fake_repo)
     (lab.service_dir / "server.py").unlink()

@@ -81,16 +81,22 @@ def ensure_toolchain(lab: Lab, log: Callable[[str], None] = print) -> None:
 
 
 def build_variant(
-    lab: Lab, variant: str, log: Callable[[str], None] = print, course_tests: bool = False
+    lab: Lab,
+    variant: str,
+    log: Callable[[str], None] = print,
+    course_tests: bool = False,
+    extras: tuple[str, ...] = (),
 ) -> Built:
     """Materialise and build one variant of the lab's service (cached by content);
-    `course_tests` puts the solution's tests in a learner's tree (a grade)."""
+    `course_tests` puts the solution's tests in a learner's tree (a grade), `extras`
+    adds the named extra steps of `[build.extras]`."""
     ensure_toolchain(lab, log)
     lab = lab.for_variant(variant)
+    commands = lab.build.with_extras(extras)
     with tempfile.TemporaryDirectory(dir=_build_root(lab)) as tmp:
         src = Path(tmp) / "src"
         materialise(lab, variant, src, course_tests=course_tests)
-        return _build_tree(lab, src, lab.build.commands, f"{lab.slug} {variant}", log)
+        return _build_tree(lab, src, commands, f"{lab.slug} {variant}", log)
 
 
 def build_tree(lab: Lab, src: Path, what: str, log: Callable[[str], None] = print) -> Built:

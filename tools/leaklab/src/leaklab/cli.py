@@ -56,6 +56,10 @@ FixedOpt = Annotated[
         help="run the whole duration (default: stop the load once the verdict is decided)",
     ),
 ]
+WithOpt = Annotated[
+    list[str] | None,
+    typer.Option("--with", help="also build a named extra of lab.toml's [build.extras]"),
+]
 ParamOpt = Annotated[
     list[str] | None, typer.Option("--param", "-p", help="another load parameter, KEY=VALUE")
 ]
@@ -157,6 +161,7 @@ def run_cmd(
     port: Annotated[int | None, typer.Option(help="fixed port (default: a free one)")] = None,
     idle: Annotated[float | None, typer.Option(help="seconds to idle after the load")] = None,
     fixed_duration: FixedOpt = False,
+    extras: WithOpt = None,
 ) -> None:
     """Run one variant under the lab's load and print its summary."""
     from leaklab.runner import RunOptions
@@ -172,6 +177,7 @@ def run_cmd(
             name=dataset_name(variant),
             order=_order(lab, variant),
             adaptive=not fixed_duration,
+            extras=tuple(extras or ()),
         ),
     )
 
@@ -192,6 +198,7 @@ def capture(
         str, typer.Option(help="with --named: a subfolder of datasets/<lab>/ (e.g. burst)")
     ] = "",
     order: Annotated[int | None, typer.Option(help="with --named: its place in tables")] = None,
+    extras: WithOpt = None,
 ) -> None:
     """A run whose dataset lands in datasets/<lab>/ (for the notebooks and READMEs);
     always the whole duration: a published run shows the whole load."""
@@ -209,6 +216,7 @@ def capture(
         dest=dest,
         name=named or dataset_name(variant),
         order=order if order is not None else _order(lab, variant),
+        extras=tuple(extras or ()),
     )
     _run_and_print(lab, options)
 

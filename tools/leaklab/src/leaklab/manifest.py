@@ -48,6 +48,9 @@ class Build(_Table, frozen=True, kw_only=True):
     commands: tuple[Argv, ...] | None = None
     test: tuple[Argv, ...] | None = None
     env: Env = {}
+    # Named extra steps built only when a run asks for them (`--with NAME`): binaries
+    # that one section of a lab uses and every other build should not pay for.
+    extras: dict[str, tuple[Argv, ...]] = {}
 
 
 class Service(_Table, frozen=True, kw_only=True):

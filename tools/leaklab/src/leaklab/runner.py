@@ -76,6 +76,7 @@ class RunOptions:
     # Look at the verdict every few seconds and stop the load once it is decided
     # (`leaklab.sequential`); off for captures, which publish the whole run.
     adaptive: bool = False
+    extras: tuple[str, ...] = ()  # `[build.extras]` steps to build too (`--with`)
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ def prepare(
     params = {**lab.params, **(opts.params or {})}
     driving = driving_for(lab)
     driving.duration_s(lab, params)  # a bad --duration fails before a long build, not after
-    built = build_variant(lab, opts.variant, log)
+    built = build_variant(lab, opts.variant, log, extras=opts.extras)
     load_built = build_load(lab, log) if with_load and driving.listens else None
     port = opts.port or free_port()
     if opts.port and port_in_use(port):

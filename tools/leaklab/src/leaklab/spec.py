@@ -63,6 +63,15 @@ class Build:
     # freshness by mtimes (cargo) and shares its cache between variants would otherwise
     # reuse another variant's code (see `leaklab.presets`).
     touch_sources: bool = False
+    extras: dict[str, tuple[Command, ...]] = field(default_factory=dict)
+
+    def with_extras(self, names: tuple[str, ...]) -> tuple[Command, ...]:
+        """The build commands plus the named extra steps (`--with`), in that order."""
+        unknown = [n for n in names if n not in self.extras]
+        if unknown:
+            known = ", ".join(self.extras) or "none"
+            raise LeakLabError(f"no build extra named {', '.join(unknown)}", f"known: {known}")
+        return self.commands + tuple(c for n in names for c in self.extras[n])
 
 
 @dataclass(frozen=True)
@@ -436,6 +445,10 @@ def _build(build: manifest.Build, fail: _Failer, table: str) -> Build:
         tuple(Command(tuple(a), env) for a in tests),
         values=preset.values,
         touch_sources=preset.touch_sources,
+        extras={
+            name: tuple(Command(tuple(a), env) for a in steps)
+            for name, steps in build.extras.items()
+        },
     )
 
 
