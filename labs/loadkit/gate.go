@@ -2,6 +2,7 @@ package loadkit
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,5 +70,18 @@ func (g *Gate) Wait(ctx context.Context, grace time.Duration, every func()) bool
 		case <-tick:
 			every()
 		}
+	}
+}
+
+// Transport keeps up to Limit idle connections to the service, one per request that
+// may be in flight, so an open loop at its cap does not open and close connections
+// (which would measure the handshakes); compression is off, as the service's own
+// bytes are what a lab measures.
+func (g *Gate) Transport() *http.Transport {
+	return &http.Transport{
+		MaxIdleConns:        g.Limit,
+		MaxIdleConnsPerHost: g.Limit,
+		IdleConnTimeout:     30 * time.Second,
+		DisableCompression:  true,
 	}
 }

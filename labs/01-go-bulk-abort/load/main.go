@@ -42,12 +42,8 @@ type generator struct {
 // ctx ends, then waits briefly for requests still in flight and prints the
 // final line with the latency percentiles.
 func generate(ctx context.Context, cfg config, out, _ io.Writer) error {
-	tr := &http.Transport{
-		MaxIdleConns:        cfg.pace.Concurrency,
-		MaxIdleConnsPerHost: cfg.pace.Concurrency,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-	}
+	gate := &loadkit.Gate{Limit: cfg.pace.Concurrency}
+	tr := gate.Transport()
 	defer tr.CloseIdleConnections()
 	var st loadkit.Stats
 	g := &generator{
@@ -56,7 +52,6 @@ func generate(ctx context.Context, cfg config, out, _ io.Writer) error {
 		bodies: makeBodies(cfg.payloadBytes),
 		req:    st.Requests(),
 	}
-	gate := &loadkit.Gate{Limit: cfg.pace.Concurrency}
 	st.Gauge("inflight", gate.Inflight)
 
 	rep := loadkit.NewReport(out, &st)

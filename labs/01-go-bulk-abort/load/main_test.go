@@ -42,11 +42,8 @@ func TestParseFlagsURL(t *testing.T) {
 }
 
 func TestParseFlagsRejects(t *testing.T) {
+	// This lab's bounds (the kit's tests cover -url and the command line itself).
 	for _, args := range [][]string{
-		{"-url", "http://10.0.0.1:8080"},
-		{"-url", "http://example.com"},
-		{"-url", "https://127.0.0.1"},
-		{"-url", "http://127.0.0.1/?q=1"},
 		{"-rate", "0"},
 		{"-rate", "5001"},
 		{"-duration", "0s"},
@@ -60,9 +57,6 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"-impatient", "-0.1"},
 		{"-impatient", "1.5"},
 		{"-impatient-timeout", "0s"},
-		{"-rate", "abc"},
-		{"-nope"},
-		{"extra"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)

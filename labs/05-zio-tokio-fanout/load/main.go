@@ -41,17 +41,12 @@ type generator struct {
 // loadkit.SignalGrace after a signal) with a progress line a second, abandons
 // the rest and prints the final line.
 func generate(ctx context.Context, cfg config, out, _ io.Writer) error {
-	tr := &http.Transport{
-		MaxIdleConns:        cfg.pace.Concurrency,
-		MaxIdleConnsPerHost: cfg.pace.Concurrency,
-		IdleConnTimeout:     30 * time.Second,
-		DisableCompression:  true,
-	}
+	gate := &loadkit.Gate{Limit: cfg.pace.Concurrency}
+	tr := gate.Transport()
 	defer tr.CloseIdleConnections()
 	reqCtx, cancelReqs := context.WithCancel(context.Background())
 	defer cancelReqs()
 	var st loadkit.Stats
-	gate := &loadkit.Gate{Limit: cfg.pace.Concurrency}
 	g := &generator{cfg: cfg, client: &http.Client{Transport: tr}, req: st.Requests(), reqCtx: reqCtx}
 	st.Gauge("inflight", gate.Inflight)
 	g.events = st.Counter("events")
