@@ -28,13 +28,20 @@ test: setup-all lint ## the whole test suite (what CI runs)
 	@$(PYTEST) tools/leaklab -m "not leak" -q -n 2 --durations=15
 	@$(PYTEST) tools/leaklab -m leak -q --durations=0
 
-lint: setup-all ## ruff and mypy on the harness; go vet and gofmt on the Go labs; cargo fmt and clippy on the Rust labs
+lint: setup-all ## ruff and mypy on the harness; go vet and gofmt on the Go labs (and the load tests); cargo fmt and clippy on the Rust labs
 	@.venv/bin/ruff check tools/leaklab
 	@.venv/bin/ruff format --check tools/leaklab
 	@.venv/bin/mypy tools/leaklab/src
-	@for mod in labs/*/*/; do \
+	@# Go: every module, the load kit (labs/loadkit, not a lab) included.
+	@for mod in labs/loadkit/ labs/*/*/; do \
 	  if [ -f $$mod/go.mod ]; then \
 	    (cd $$mod && go vet ./... && test -z "$$(gofmt -l .)") || { echo "go lint failed in $$mod"; exit 1; }; \
+	  fi; \
+	done
+	@# The kit's and the load programs' own tests (seconds; the services' run in the labs' jobs).
+	@for mod in labs/loadkit/ labs/*/load/; do \
+	  if [ -f $$mod/go.mod ]; then \
+	    (cd $$mod && go test -count=1 ./...) || { echo "go test failed in $$mod"; exit 1; }; \
 	  fi; \
 	done
 	@# Rust: clippy shares the lab's cargo target folder with the harness's builds.

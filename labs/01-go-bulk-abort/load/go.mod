@@ -1,3 +1,9 @@
 module leaklab.dev/bulkabort-load
 
 go 1.24
+
+require leaklab.dev/loadkit v0.0.0
+
+// The course's shared load kit, beside the labs; the harness builds the load with it
+// in the same place (tools/leaklab build.py).
+replace leaklab.dev/loadkit => ../../loadkit

@@ -17,27 +17,17 @@ func TestParseFlagsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.target != "http://127.0.0.1:8080/checkin" || c.rate != 400 || c.duration != time.Minute ||
-		c.maxRequests != 24000 || c.concurrency != 512 || c.timeout != 300*time.Millisecond || c.payloadBytes != 4096 {
+	if c.target != "http://127.0.0.1:8080/checkin" || c.pace.Rate != 400 || c.pace.Duration != time.Minute ||
+		c.pace.Max != 24000 || c.pace.Concurrency != 512 || c.timeout != 300*time.Millisecond || c.payloadBytes != 4096 {
 		t.Errorf("defaults = %+v", c)
 	}
 }
 
-func TestParseFlagsMaxRequestsCap(t *testing.T) {
-	c, err := parseFlags([]string{"-rate", "5000", "-duration", "10m"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.maxRequests != maxRequestsCap {
-		t.Errorf("maxRequests = %d, want %d", c.maxRequests, maxRequestsCap)
-	}
-}
-
 func TestParseFlagsURL(t *testing.T) {
+	// The check-in endpoint under the base URL, with or without a path and a slash.
 	for base, want := range map[string]string{
 		"http://127.0.0.1:9000":      "http://127.0.0.1:9000/checkin",
 		"http://localhost:9000/":     "http://localhost:9000/checkin",
-		"http://[::1]:9000/svc":      "http://[::1]:9000/svc/checkin",
 		"http://127.0.0.5:9000/svc/": "http://127.0.0.5:9000/svc/checkin",
 	} {
 		c, err := parseFlags([]string{"-url", base}, io.Discard)
@@ -52,11 +42,8 @@ func TestParseFlagsURL(t *testing.T) {
 }
 
 func TestParseFlagsRejects(t *testing.T) {
+	// This lab's bounds (the kit's tests cover -url and the command line itself).
 	for _, args := range [][]string{
-		{"-url", "http://10.0.0.1:8080"},
-		{"-url", "http://example.com"},
-		{"-url", "https://127.0.0.1"},
-		{"-url", "http://127.0.0.1/?q=1"},
 		{"-rate", "0"},
 		{"-rate", "5001"},
 		{"-duration", "0s"},
@@ -70,63 +57,10 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"-impatient", "-0.1"},
 		{"-impatient", "1.5"},
 		{"-impatient-timeout", "0s"},
-		{"-rate", "abc"},
-		{"-nope"},
-		{"extra"},
 	} {
 		if _, err := parseFlags(args, io.Discard); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
 		}
-	}
-}
-
-func TestRunBadFlagExitCode(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"-rate", "0"}, &stdout, &stderr); code != 2 {
-		t.Fatalf("exit code = %d, want 2", code)
-	}
-	if lines := strings.Count(strings.TrimSpace(stderr.String()), "\n"); lines != 0 {
-		t.Errorf("stderr has %d lines, want 1: %q", lines+1, stderr.String())
-	}
-	if stdout.Len() != 0 {
-		t.Errorf("stdout = %q", stdout.String())
-	}
-}
-
-func TestPercentile(t *testing.T) {
-	if got := percentile(nil, 50); got != 0 {
-		t.Errorf("empty: %v", got)
-	}
-	sorted := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
-	for p, want := range map[float64]float64{0: 1, 10: 1, 50: 5, 51: 6, 90: 9, 99: 10, 100: 10} {
-		if got := percentile(sorted, p); got != want {
-			t.Errorf("p%v = %v, want %v", p, got, want)
-		}
-	}
-	if got := percentile([]float64{42}, 99); got != 42 {
-		t.Errorf("single: %v", got)
-	}
-}
-
-func TestStatsLines(t *testing.T) {
-	var s stats
-	s.sent.Store(5)
-	s.aborted.Store(1)
-	s.errors.Store(1)
-	s.skipped.Store(2)
-	s.inflight.Store(1)
-	s.recordOK(30 * time.Millisecond)
-	s.recordOK(10 * time.Millisecond)
-
-	b, _ := json.Marshal(s.progress(1500 * time.Millisecond))
-	want := `{"t_s":1.5,"sent":5,"ok":2,"aborted":1,"errors":1,"skipped":2,"inflight":1}`
-	if string(b) != want {
-		t.Errorf("progress = %s, want %s", b, want)
-	}
-	b, _ = json.Marshal(s.final(2 * time.Second))
-	want = `{"done":true,"t_s":2,"sent":5,"ok":2,"aborted":1,"errors":1,"skipped":2,"p50_ms":10,"p99_ms":30}`
-	if string(b) != want {
-		t.Errorf("final = %s, want %s", b, want)
 	}
 }
 
@@ -161,10 +95,15 @@ func TestGenerate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	generate(context.Background(), cfg, &out)
+	if err := generate(context.Background(), cfg, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
 
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var final finalLine
+	var final struct {
+		Done                               bool
+		Sent, OK, Aborted, Errors, Skipped int64
+	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil {
 		t.Fatalf("final line %q: %v", lines[len(lines)-1], err)
 	}

@@ -1,20 +1,20 @@
 package main
 
 import (
-	"errors"
-	"flag"
-	"fmt"
+	"cmp"
 	"io"
-	"strings"
 	"time"
+
+	"leaklab.dev/loadkit"
 )
+
+// limits bound the connect rate and the run; -clients bounds the count.
+var limits = loadkit.Limits{Rate: 200, Duration: 10 * time.Minute}
 
 // config is one run's bounds and shape.
 type config struct {
 	url      string // the service's base URL, http://127.0.0.1:port
-	clients  int
-	rate     float64 // new clients per second
-	duration time.Duration
+	pace     loadkit.Pace
 	requests int // list_items requests per client
 	interval time.Duration
 	limit    int // items per request
@@ -25,13 +25,12 @@ type config struct {
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	var cfg config
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.url, "url", "http://127.0.0.1:4000", "service base URL (loopback)")
-	fs.IntVar(&cfg.clients, "clients", 300, "most clients to connect in the run")
-	fs.Float64Var(&cfg.rate, "rate", 5, "clients connected per second")
-	fs.DurationVar(&cfg.duration, "duration", 60*time.Second, "how long the run lasts")
+	// Clients stay connected, idle, to the end of the duration once all have joined.
+	cfg := config{pace: loadkit.Pace{Rate: 5, Duration: 60 * time.Second, Hold: true}}
+	fs := loadkit.NewFlags(stderr)
+	fs.URL(&cfg.url, "http://127.0.0.1:4000")
+	fs.Int64Var(&cfg.pace.Max, "clients", 300, "most clients to connect in the run, at most 2000")
+	fs.Pace(&cfg.pace, "clients", limits)
 	fs.IntVar(&cfg.requests, "requests", 3, "list_items requests per client, then it idles")
 	fs.DurationVar(&cfg.interval, "interval", time.Second, "pause between a client's requests")
 	fs.IntVar(&cfg.limit, "limit", 100, "items per request (1..100)")
@@ -42,23 +41,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
-	switch {
-	case !strings.HasPrefix(cfg.url, "http://127.0.0.1:") && !strings.HasPrefix(cfg.url, "http://localhost:"):
-		return cfg, fmt.Errorf("-url %q: loopback only", cfg.url)
-	case cfg.clients < 1 || cfg.clients > 2000:
-		return cfg, errors.New("-clients must be 1..2000")
-	case cfg.rate <= 0 || cfg.rate > 200:
-		return cfg, errors.New("-rate must be in (0, 200]")
-	case cfg.duration <= 0 || cfg.duration > 10*time.Minute:
-		return cfg, errors.New("-duration must be in (0, 10m]")
-	case cfg.requests < 0 || cfg.requests > 100:
-		return cfg, errors.New("-requests must be 0..100")
-	case cfg.limit < 1 || cfg.limit > 100:
-		return cfg, errors.New("-limit must be 1..100")
-	case cfg.top < 1 || cfg.top > 1000:
-		return cfg, errors.New("-top must be 1..1000")
-	case cfg.interval < 0 || cfg.timeout <= 0:
-		return cfg, errors.New("-interval must be >= 0 and -timeout > 0")
-	}
-	return cfg, nil
+	return cfg, cmp.Or(
+		loadkit.Within("-clients", cfg.pace.Max, 1, 2000),
+		loadkit.Within("-requests", cfg.requests, 0, 100),
+		loadkit.Within("-limit", cfg.limit, 1, 100),
+		loadkit.Within("-top", cfg.top, 1, 1000),
+		loadkit.Within("-interval", cfg.interval, 0, time.Hour),
+		loadkit.Positive("-timeout", cfg.timeout, time.Hour),
+	)
 }

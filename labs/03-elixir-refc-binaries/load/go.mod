@@ -2,4 +2,11 @@ module leaklab.dev/refcbinaries-load
 
 go 1.24
 
-require github.com/coder/websocket v1.8.14 // indirect
+require (
+	github.com/coder/websocket v1.8.14
+	leaklab.dev/loadkit v0.0.0
+)
+
+// The course's shared load kit, beside the labs; the harness builds the load with it
+// in the same place (tools/leaklab build.py).
+replace leaklab.dev/loadkit => ../../loadkit

@@ -4,89 +4,67 @@
 //
 // It is bounded in clients, rate and time, and stops by itself. Every second it
 // prints one JSON line of cumulative counts to stdout, and one final line with
-// "done": true. Before it disconnects its clients it can save the service's process
-// table (-top-out) and run the node-wide GC experiment (-gc-out), because both only
-// mean something while the clients are still connected.
+// "done": true (the protocol, flags, bounds and pacer are leaklab.dev/loadkit's).
+// Before it disconnects its clients it can save the service's process table
+// (-top-out) and run the node-wide GC experiment (-gc-out), because both only mean
+// something while the clients are still connected. Interrupted, it exits 1.
 package main
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"sync"
-	"syscall"
 	"time"
+
+	"leaklab.dev/loadkit"
 )
 
-// tick is how often the scheduler catches up with the connect rate.
-const tick = 10 * time.Millisecond
-
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(loadkit.Main(os.Args[1:], os.Stdout, os.Stderr, parseFlags, generate))
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "load: %v\n", err)
-		return 2
+// stats holds the cumulative counts the generator reports; every client updates them.
+type stats struct {
+	connected *loadkit.Counter // handshakes that succeeded
+	joined    *loadkit.Counter
+	sent      *loadkit.Counter // list_items requests written
+	ok        *loadkit.Counter // replies with status ok and the asked number of items
+	errors    *loadkit.Counter // failed connects, error replies, timeouts, bad replies
+	bytes     *loadkit.Counter // reply bytes received
+	open      *loadkit.Counter // sockets open now (a level, in the final line too)
+}
+
+func newStats(s *loadkit.Stats) *stats {
+	st := &stats{
+		connected: s.Counter("connected"),
+		joined:    s.Counter("joined"),
+		sent:      s.Counter("sent"),
+		ok:        s.Counter("ok"),
+		errors:    s.Counter("errors"),
+		bytes:     s.Counter("reply_bytes"),
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := generate(ctx, cfg, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "load: %v\n", err)
-		return 1
-	}
-	return 0
+	st.open = &loadkit.Counter{}
+	s.Func("open", st.open.Load)
+	return st
 }
 
 // generate connects clients until the duration or the client budget is used up,
 // keeps them connected to the end of the duration, takes the snapshots, then
-// disconnects them and prints the final line.
+// disconnects them and prints the final line; interrupted, it says so.
 func generate(ctx context.Context, cfg config, out, errOut io.Writer) error {
-	var st stats
-	enc := json.NewEncoder(out)
+	var counters loadkit.Stats
+	st := newStats(&counters)
 	hold, release := context.WithCancel(ctx) // clients stay connected until release
 	defer release()
 
-	start := time.Now()
-	ticker := time.NewTicker(tick)
-	defer ticker.Stop()
-	report := time.NewTicker(time.Second)
-	defer report.Stop()
-	deadline := time.NewTimer(cfg.duration)
-	defer deadline.Stop()
-
-	var wg sync.WaitGroup
-	started := 0
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			break loop
-		case <-deadline.C:
-			break loop
-		case <-report.C:
-			_ = enc.Encode(st.progress(time.Since(start)))
-		case now := <-ticker.C:
-			due := min(int(now.Sub(start).Seconds()*cfg.rate), cfg.clients)
-			for ; started < due; started++ {
-				wg.Add(1)
-				go func(n int) {
-					defer wg.Done()
-					runClient(ctx, hold, cfg, n, &st)
-				}(started)
-			}
-		}
-	}
+	var clients loadkit.Gate
+	rep := loadkit.NewReport(out, &counters)
+	cfg.pace.Run(ctx, rep, func(n int64) {
+		clients.Go(func() { runClient(ctx, hold, cfg, int(n), st) })
+	})
 
 	// Snapshots first, while every client is still connected.
 	var snapErr error
@@ -101,21 +79,7 @@ loop:
 	}
 
 	release()
-	waitFor(&wg, 10*time.Second)
-	_ = enc.Encode(st.final(time.Since(start)))
-	return ctx.Err()
-}
-
-// waitFor waits for wg, or gives up after d (a client stuck on a dead socket must
-// not keep the run going).
-func waitFor(wg *sync.WaitGroup, d time.Duration) {
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(d):
-	}
+	// A client stuck on a dead socket must not keep the run going.
+	clients.Wait(context.Background(), 10*time.Second, nil)
+	return cmp.Or(rep.Final(), ctx.Err())
 }

@@ -2,10 +2,11 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"leaklab.dev/loadkit"
 )
 
 func TestParseFlagsRejectsOutOfBounds(t *testing.T) {
@@ -22,21 +23,26 @@ func TestParseFlagsRejectsOutOfBounds(t *testing.T) {
 		}
 	}
 	cfg, err := parseFlags([]string{"-url", "http://127.0.0.1:9", "-duration", "5s"}, &bytes.Buffer{})
-	if err != nil || cfg.duration != 5*time.Second || cfg.clients != 300 {
+	if err != nil || cfg.pace.Duration != 5*time.Second || cfg.pace.Max != 300 {
 		t.Fatalf("defaults: %+v, %v", cfg, err)
 	}
 }
 
-func TestFinalLineIsMarkedDone(t *testing.T) {
-	var st stats
+// The lines carry this lab's counters, the sockets still open included in the final
+// line (the kit's tests cover the protocol itself).
+func TestFinalLineHasTheLabsCounters(t *testing.T) {
+	var counters loadkit.Stats
+	st := newStats(&counters)
 	st.sent.Add(3)
 	st.ok.Add(2)
-	line, err := json.Marshal(st.final(1500 * time.Millisecond))
-	if err != nil {
+	st.open.Add(1)
+	var out bytes.Buffer
+	if err := loadkit.NewReport(&out, &counters).Final(); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"done":true`, `"t_s":1.5`, `"sent":3`, `"ok":2`} {
-		if !strings.Contains(string(line), want) {
+	line := out.String()
+	for _, want := range []string{`"done":true`, `"connected":0`, `"joined":0`, `"sent":3`, `"ok":2`, `"errors":0`, `"reply_bytes":0`, `"open":1`} {
+		if !strings.Contains(line, want) {
 			t.Errorf("final line %s lacks %s", line, want)
 		}
 	}

@@ -2,13 +2,17 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"net/url"
+	"slices"
 	"strings"
 	"time"
+
+	"leaklab.dev/loadkit"
 )
+
+// limits bound the publishing; the count is rate*duration.
+var limits = loadkit.Limits{Rate: 10000, Duration: 10 * time.Minute, Concurrency: 4096}
 
 // config is one run of the load: who publishes where, how fast, for how long,
 // and which events have someone watching.
@@ -18,10 +22,8 @@ type config struct {
 	watched       []string // events that get WebSocket subscribers
 	subscribers   int      // per watched event
 	skaters       int
-	rate          float64 // location updates per second, all skaters together
-	duration      time.Duration
+	pace          loadkit.Pace // location updates, all skaters together
 	timeout       time.Duration
-	concurrency   int
 	histogramPath string // where to save the class histogram taken after the load, or ""
 	// times after the start of publishing at which to save a class histogram as well,
 	// beside histogramPath as histogram-during-<t>.txt (the snapshots taken under load);
@@ -31,19 +33,16 @@ type config struct {
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg config
+	fs := loadkit.NewFlags(stderr)
+	cfg := config{pace: loadkit.Pace{Rate: 300, Duration: 90 * time.Second, Concurrency: 256}}
 	var events, watched string
-	fs.StringVar(&cfg.base, "url", "", "service base URL, e.g. http://127.0.0.1:8080 (required)")
+	fs.URL(&cfg.base, "") // required
 	fs.StringVar(&events, "events", "race-1,race-2,race-3", "events the skaters publish to, comma separated")
 	fs.StringVar(&watched, "watched", "race-1", "events with WebSocket subscribers, comma separated (\"\" for none)")
 	fs.IntVar(&cfg.subscribers, "subscribers", 1, "subscribers per watched event")
 	fs.IntVar(&cfg.skaters, "skaters", 30, "publishers, spread round-robin over the events")
-	fs.Float64Var(&cfg.rate, "rate", 300, "location updates per second, all skaters together")
-	fs.DurationVar(&cfg.duration, "duration", 90*time.Second, "how long to publish")
+	fs.Pace(&cfg.pace, "location updates", limits)
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Second, "per-request timeout")
-	fs.IntVar(&cfg.concurrency, "concurrency", 256, "cap on requests in flight; beyond it a due request is skipped")
 	fs.StringVar(&cfg.histogramPath, "histogram-out", "", "save GET /debug/class-histogram here when the load ends")
 	var during string
 	fs.StringVar(&during, "histogram-during", "", "also save histograms during the load at these times, e.g. 30s,60s (needs -histogram-out)")
@@ -64,23 +63,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 }
 
 func (c config) check() error {
-	u, err := url.Parse(c.base)
 	switch {
-	case c.base == "" || err != nil || u.Host == "":
-		return fmt.Errorf("-url must be a base URL like http://127.0.0.1:8080, got %q", c.base)
 	case len(c.events) == 0:
 		return errors.New("-events must name at least one event")
-	case c.skaters < 1 || c.subscribers < 0 || c.concurrency < 1:
-		return errors.New("-skaters and -concurrency must be positive, -subscribers not negative")
-	case c.rate <= 0 || c.rate > 10000:
-		return fmt.Errorf("-rate %g is out of range (0, 10000]", c.rate)
-	case c.duration <= 0 || c.duration > 10*time.Minute:
-		return fmt.Errorf("-duration %s is out of range (0, 10m]", c.duration)
+	case c.skaters < 1 || c.subscribers < 0:
+		return errors.New("-skaters must be positive, -subscribers not negative")
 	case len(c.histogramsDuring) > 0 && c.histogramPath == "":
 		return errors.New("-histogram-during needs -histogram-out (its files go beside it)")
 	}
 	for _, w := range c.watched {
-		if !contains(c.events, w) {
+		if !slices.Contains(c.events, w) {
 			return fmt.Errorf("-watched event %q is not one of -events", w)
 		}
 	}
@@ -95,13 +87,4 @@ func split(s string) []string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

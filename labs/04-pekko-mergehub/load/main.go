@@ -4,7 +4,8 @@
 // events and not others.
 //
 // It stops by itself after -duration. Every second it prints one JSON line of
-// cumulative counts to stdout, and one final line with "done": true. With
+// cumulative counts to stdout, and one final line with "done": true (the protocol,
+// flags, bounds and pacer are leaklab.dev/loadkit's). With
 // -histogram-out it saves the service's class histogram the moment publishing
 // ends, the "snapshot after load"; with -histogram-during also at the times given,
 // while publishing goes on (histogram-during-30s.txt beside it, for 30s).
@@ -13,18 +14,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"leaklab.dev/loadkit"
 )
 
 func main() {
@@ -32,53 +30,56 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseFlags(args, stderr)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		fmt.Fprintf(stderr, "load: %v\n", err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := drive(ctx, cfg, stdout); err != nil {
-		fmt.Fprintf(stderr, "load: %v\n", err)
-		return 1
-	}
-	return 0
+	return loadkit.Main(args, stdout, stderr, parseFlags, drive)
+}
+
+// stats are the run's counters: the kit's requests (ok counts every answered update,
+// dropped or not; aborted is an update abandoned at -timeout) and this lab's own.
+type stats struct {
+	req                                             *loadkit.Requests
+	dropped, received, subscribed, subscriberErrors *loadkit.Counter
+}
+
+func newStats(s *loadkit.Stats) *stats {
+	st := &stats{req: s.Requests(), dropped: s.Counter("dropped")}
+	// The lab's first name for aborted, kept so older runs and the notebook compare.
+	s.Func("timed_out", st.req.Aborted.Load)
+	st.received = s.Counter("received")
+	st.subscribed = s.Counter("subscribers")
+	st.subscriberErrors = s.Counter("subscriber_errors")
+	return st
 }
 
 // drive runs one load: subscribers first, then the publishers, then the
 // after-load histogram, then the final line.
-func drive(ctx context.Context, cfg config, out io.Writer) error {
-	var st stats
-	enc := json.NewEncoder(out)
-	tr := &http.Transport{MaxIdleConns: cfg.concurrency, MaxIdleConnsPerHost: cfg.concurrency, IdleConnTimeout: 30 * time.Second}
+func drive(ctx context.Context, cfg config, out, _ io.Writer) error {
+	var counters loadkit.Stats
+	st := newStats(&counters)
+	conc := cfg.pace.Concurrency
+	tr := &http.Transport{MaxIdleConns: conc, MaxIdleConnsPerHost: conc, IdleConnTimeout: 30 * time.Second}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 
 	subCtx, cancelSubs := context.WithCancel(ctx)
-	subs := &subscribers{cfg: cfg, stats: &st}
+	subs := &subscribers{cfg: cfg, stats: st}
 	subs.connect(subCtx)
 
-	start := time.Now()
+	rep := loadkit.NewReport(out, &counters)
 	during := saveHistogramsDuring(ctx, client, cfg)
-	pub := &publisher{cfg: cfg, client: client, stats: &st}
-	pub.run(ctx, start, func() { _ = enc.Encode(st.progress(time.Since(start))) })
+	pub := &publisher{cfg: cfg, client: client, stats: st}
+	pub.run(ctx, rep)
 	subs.close(cancelSubs)
 	saved := during()
 
-	final := st.progress(time.Since(start))
-	final.Done = true
+	var extra []loadkit.Field
 	if len(cfg.histogramsDuring) > 0 {
-		final.HistogramsDuring = &saved
+		extra = append(extra, loadkit.Field{Key: "histograms_during", Value: saved})
 	}
 	if cfg.histogramPath != "" {
 		ok := saveHistogram(ctx, client, cfg.base, cfg.histogramPath) == nil
-		final.Histogram = &ok
+		extra = append(extra, loadkit.Field{Key: "histogram", Value: ok})
 	}
-	return enc.Encode(final)
+	return rep.Final(extra...)
 }
 
 // saveHistogramsDuring starts one timer per -histogram-during time; the function
@@ -89,7 +90,7 @@ func saveHistogramsDuring(ctx context.Context, client *http.Client, cfg config) 
 	results := make(chan bool, len(cfg.histogramsDuring))
 	due := 0
 	for i, at := range cfg.histogramsDuring {
-		if at >= cfg.duration {
+		if at >= cfg.pace.Duration {
 			continue
 		}
 		due++

@@ -41,6 +41,14 @@ func fakeService(t *testing.T, published *atomic.Int64) *httptest.Server {
 	return srv
 }
 
+// line is the part of a progress line these tests read.
+type line struct {
+	Done                      bool
+	Sent, OK, Dropped, Errors int64
+	Histogram                 *bool
+	HistogramsDuring          *int `json:"histograms_during"`
+}
+
 func TestRunPublishesAtTheRateAndStops(t *testing.T) {
 	var published atomic.Int64
 	srv := fakeService(t, &published)
@@ -51,7 +59,7 @@ func TestRunPublishesAtTheRateAndStops(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var final progress
+	var final line
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil || !final.Done {
 		t.Fatalf("last line is not a final progress line: %q (%v)", lines[len(lines)-1], err)
 	}
@@ -77,7 +85,7 @@ func TestHistogramsDuringTheLoadAreSavedBesideTheAfterLoadOne(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var final progress
+	var final line
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil || final.HistogramsDuring == nil || *final.HistogramsDuring != 2 {
 		t.Fatalf("final = %q (%v), want histograms_during 2 (5s is past the end)", lines[len(lines)-1], err)
 	}

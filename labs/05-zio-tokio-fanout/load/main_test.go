@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"leaklab.dev/loadkit"
 )
 
 // replayServer answers /replay with the asked-for number of lines, and counts
@@ -71,6 +73,31 @@ func testConfig(t *testing.T, url string, extra ...string) config {
 	return cfg
 }
 
+// finalLine is the final line's keys these tests read.
+type finalLine struct {
+	Done                                       bool
+	Sent, OK, Errors, Aborted, Skipped, Events int64
+	P50                                        float64 `json:"p50_ms"`
+	P99                                        float64 `json:"p99_ms"`
+	Max                                        float64 `json:"max_ms"`
+	Stopped                                    string
+}
+
+// run drives one load with generate and returns its final line; out, unless nil,
+// gets every line.
+func run(t *testing.T, ctx context.Context, cfg config, out *bytes.Buffer) finalLine {
+	t.Helper()
+	var lines bytes.Buffer
+	if err := generate(ctx, cfg, &lines, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if out != nil {
+		out.Write(lines.Bytes())
+	}
+	_, final := decodeLines(t, lines.Bytes())
+	return final
+}
+
 // decodeLines checks every output line is JSON and returns the last one.
 func decodeLines(t *testing.T, out []byte) (progress int, final finalLine) {
 	t.Helper()
@@ -99,7 +126,7 @@ func TestMaxRequestsBoundsTheRun(t *testing.T) {
 	cfg := testConfig(t, ts.URL, "-rate", "1000", "-duration", "5s", "-max-requests", "7")
 	var out bytes.Buffer
 	begin := time.Now()
-	final := generate(context.Background(), cfg, &out)
+	final := run(t, context.Background(), cfg, &out)
 	if took := time.Since(begin); took > 2*time.Second {
 		t.Errorf("a 7-request run took %v", took)
 	}
@@ -120,7 +147,7 @@ func TestRateIsHeld(t *testing.T) {
 	defer ts.Close()
 	cfg := testConfig(t, ts.URL, "-rate", "100", "-duration", "1500ms")
 	var out bytes.Buffer
-	final := generate(context.Background(), cfg, &out)
+	final := run(t, context.Background(), cfg, &out)
 	// 100/s for 1.5 s is 150 requests: the open loop sends what is due, no more.
 	if final.Sent < 140 || final.Sent > 150 {
 		t.Errorf("sent %d requests at 100/s over 1.5 s, want 140..150", final.Sent)
@@ -141,7 +168,7 @@ func TestConcurrencyCapSkipsInsteadOfQueueing(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	cfg := testConfig(t, ts.URL, "-rate", "200", "-duration", "300ms", "-concurrency", "3")
-	final := generate(context.Background(), cfg, io.Discard)
+	final := run(t, context.Background(), cfg, nil)
 	if srv.maxInflight.Load() > 3 {
 		t.Errorf("server saw %d requests at once, cap is 3", srv.maxInflight.Load())
 	}
@@ -159,7 +186,7 @@ func TestBadResponsesAreErrors(t *testing.T) {
 			ts := httptest.NewServer(srv)
 			defer ts.Close()
 			cfg := testConfig(t, ts.URL, "-rate", "100", "-duration", "1s", "-max-requests", "4")
-			final := generate(context.Background(), cfg, io.Discard)
+			final := run(t, context.Background(), cfg, nil)
 			if final.Errors != 4 || final.OK != 0 || final.Events != 0 {
 				t.Errorf("errors %d ok %d events %d, want 4 0 0", final.Errors, final.OK, final.Events)
 			}
@@ -172,7 +199,7 @@ func TestTimeoutAborts(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	cfg := testConfig(t, ts.URL, "-rate", "100", "-duration", "1s", "-max-requests", "3", "-timeout", "50ms")
-	final := generate(context.Background(), cfg, io.Discard)
+	final := run(t, context.Background(), cfg, nil)
 	if final.Aborted != 3 {
 		t.Errorf("aborted %d, want 3", final.Aborted)
 	}
@@ -189,42 +216,13 @@ func TestCancelStopsPromptly(t *testing.T) {
 	var final finalLine
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); final = generate(ctx, cfg, io.Discard) }()
+	go func() { defer wg.Done(); final = run(t, ctx, cfg, nil) }()
 	wg.Wait()
-	if took := time.Since(begin); took > 200*time.Millisecond+stopGrace+time.Second {
+	if took := time.Since(begin); took > 200*time.Millisecond+loadkit.SignalGrace+time.Second {
 		t.Errorf("stopping took %v", took)
 	}
 	if final.Stopped != "signal" || final.Sent == 0 || final.Aborted != final.Sent {
 		t.Errorf("stopped %q sent %d aborted %d", final.Stopped, final.Sent, final.Aborted)
-	}
-}
-
-func TestPercentile(t *testing.T) {
-	hundred := make([]float64, 100)
-	for i := range hundred {
-		hundred[i] = float64(i + 1)
-	}
-	cases := []struct {
-		in   []float64
-		p    float64
-		want float64
-	}{
-		{nil, 50, 0},
-		{[]float64{7}, 50, 7},
-		{[]float64{7}, 99, 7},
-		{[]float64{1, 2}, 50, 1},
-		{[]float64{1, 2, 3, 4}, 50, 2},
-		{[]float64{1, 2, 3, 4, 5}, 50, 3},
-		{hundred, 50, 50},
-		{hundred, 99, 99},
-		{hundred, 100, 100},
-		{hundred, 0, 1},
-		{append(hundred, 1000), 99, 100},
-	}
-	for _, c := range cases {
-		if got := percentile(c.in, c.p); got != c.want {
-			t.Errorf("percentile(%v..., %v) = %v, want %v", len(c.in), c.p, got, c.want)
-		}
 	}
 }
 

@@ -37,6 +37,10 @@ LOCK = Path("labs") / "base.toml"
 AUTHOR_MODE_ENV = "LEAKLAB_BASE"
 # The three folders of a lab whose published content the grade trusts, by lock key.
 FOLDERS = {"lab": "labs", "solution": "solutions", "dataset": "datasets"}
+# Folders of `labs/` that are not labs but that labs build with (the Go load kit every
+# load program imports): published and recorded like a lab's own folders, under
+# `[shared]`, so a grade builds the published load with the published kit.
+SHARED = ("loadkit",)
 # Build outputs and editor litter: never part of a lab's content, never compared.
 IGNORED_NAMES = {".git", "target", "_build", "deps", "node_modules", "__pycache__", ".idea"}
 
@@ -51,26 +55,21 @@ class Base:
     lab: str
     solution: str
     dataset: str
+    # The shared folders' trees, by name (`SHARED`); a folder the course lacks is "".
+    shared: tuple[tuple[str, str], ...] = ()
 
     def tree(self, key: str) -> str:
         return {"lab": self.lab, "solution": self.solution, "dataset": self.dataset}[key]
 
     def export(self, key: str, subpath: str, dest: Path) -> None:
         """Write `subpath` of one published tree (`""` for all of it) into `dest`."""
-        tree = self.tree(key)
-        if not tree:
-            dest.mkdir(parents=True)
-            return
-        spec = f"{tree}:{subpath}" if subpath else tree
-        data = git_bytes(self.root, "archive", "--format=tar", spec)
-        dest.mkdir(parents=True)
-        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-            tar.extractall(dest, filter="data")
+        export_tree(self.root, self.tree(key), subpath, dest)
 
     def course(self) -> Path:
         """A read-only copy of the published lab, solution and datasets, laid out like
         the repository (`labs/NN`, `solutions/NN`, `datasets/NN`), cached by tree ids."""
-        key = "-".join(t[:12] or "none" for t in (self.lab, self.solution, self.dataset))
+        trees = (self.lab, self.solution, self.dataset, *(t for _, t in self.shared))
+        key = "-".join(t[:12] or "none" for t in trees)
         home = work_dir(self.root) / "base" / self.slug / key
         if home.is_dir():
             return home
@@ -79,10 +78,25 @@ class Base:
         try:
             for lock_key, folder in FOLDERS.items():
                 self.export(lock_key, "", staging / folder / self.slug)
+            for name, tree in self.shared:
+                if tree:
+                    export_tree(self.root, tree, "", staging / "labs" / name)
             staging.rename(home)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         return home
+
+
+def export_tree(root: Path, tree: str, subpath: str, dest: Path) -> None:
+    """Write `subpath` of a git tree (`""` for all of it) into `dest`; an empty `tree`
+    (a folder the course does not have) makes `dest` empty."""
+    dest.mkdir(parents=True)
+    if not tree:
+        return
+    spec = f"{tree}:{subpath}" if subpath else tree
+    data = git_bytes(root, "archive", "--format=tar", spec)
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        tar.extractall(dest, filter="data")
 
 
 def git(root: Path, *args: str, env: dict[str, str] | None = None) -> str:
@@ -118,9 +132,26 @@ def git_bytes(root: Path, *args: str, env: dict[str, str] | None = None) -> byte
 
 
 def read_lock(root: Path) -> dict[str, dict[str, str]]:
+    """The recorded trees of every lab (`[labs]`), by slug."""
+    labs = _raw_lock(root).get("labs", {})
+    if not isinstance(labs, dict):
+        raise LeakLabError(f"{LOCK}: [labs] must be a table", "regenerate: leaklab dev lock")
+    return labs
+
+
+def read_shared(root: Path) -> dict[str, str]:
+    """The recorded trees of the shared folders (`[shared]`), by name; "" for one not
+    recorded (a course without it)."""
+    shared = _raw_lock(root).get("shared", {})
+    if not isinstance(shared, dict):
+        raise LeakLabError(f"{LOCK}: [shared] must be a table", "regenerate: leaklab dev lock")
+    return {name: str(shared.get(name, "")) for name in SHARED}
+
+
+def _raw_lock(root: Path) -> dict[str, object]:
     path = root / LOCK
     try:
-        raw = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise LeakLabError(
             f"{LOCK} is missing, so the published labs cannot be found",
@@ -128,17 +159,14 @@ def read_lock(root: Path) -> dict[str, dict[str, str]]:
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise LeakLabError(f"{LOCK} is not valid TOML: {exc}", "restore it from git") from None
-    labs = raw.get("labs", {})
-    if not isinstance(labs, dict):
-        raise LeakLabError(f"{LOCK}: [labs] must be a table", "regenerate: leaklab dev lock")
-    return labs
 
 
 def find(root: Path, slug: str) -> Base:
     """The published trees of one lab; one clear line when they cannot be found."""
     if os.environ.get(AUTHOR_MODE_ENV) == "working":
         trees = working_trees(root, [slug])[slug]
-        return Base(slug, root, trees["lab"], trees["solution"], trees["dataset"])
+        now = tuple(working_shared(root).items())
+        return Base(slug, root, trees["lab"], trees["solution"], trees["dataset"], now)
     entry = read_lock(root).get(slug)
     if not isinstance(entry, dict) or not isinstance(entry.get("lab"), str):
         raise LeakLabError(
@@ -146,15 +174,21 @@ def find(root: Path, slug: str) -> Base:
             "maintainers: run `leaklab dev lock` and commit; learners: restore labs/base.toml",
         )
     trees = {key: str(entry.get(key, "")) for key in FOLDERS}
+    folders = {key: f"{FOLDERS[key]}/{slug}" for key in FOLDERS}
+    recorded = read_shared(root)
+    for name, tree in recorded.items():
+        trees[name], folders[name] = tree, f"labs/{name}"
     for key, tree in trees.items():
         if tree and not _has_tree(root, tree):
             raise LeakLabError(
-                f"the published {FOLDERS[key]}/{slug} (tree {tree[:12]}, {LOCK}) is not in "
+                f"the published {folders[key]} (tree {tree[:12]}, {LOCK}) is not in "
                 "this repository's history",
                 "clone with full history (`git fetch --unshallow`, or actions/checkout with "
                 "fetch-depth: 0), or restore the lab from the course template",
             )
-    return Base(slug, root, trees["lab"], trees["solution"], trees["dataset"])
+    return Base(
+        slug, root, trees["lab"], trees["solution"], trees["dataset"], tuple(recorded.items())
+    )
 
 
 def _has_tree(root: Path, tree: str) -> bool:
@@ -166,21 +200,30 @@ def _has_tree(root: Path, tree: str) -> bool:
 
 
 def working_trees(root: Path, slugs: list[str]) -> dict[str, dict[str, str]]:
-    """The tree ids each lab's folders would have if committed as they are now (git's
+    """The tree ids each lab's folders would have if committed as they are now."""
+    return {
+        slug: _working_tree_ids(root, {key: f"{folder}/{slug}" for key, folder in FOLDERS.items()})
+        for slug in slugs
+    }
+
+
+def working_shared(root: Path) -> dict[str, str]:
+    """The tree ids the shared folders would have if committed as they are now."""
+    return _working_tree_ids(root, {name: f"labs/{name}" for name in SHARED})
+
+
+def _working_tree_ids(root: Path, folders: dict[str, str]) -> dict[str, str]:
+    """The tree id of each folder (by key) as it is now, "" for a missing one (git's
     ignore rules apply): a temporary index, so the real one is never touched."""
     with tempfile.TemporaryDirectory() as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        out: dict[str, dict[str, str]] = {}
-        for slug in slugs:
-            trees = {}
-            for key, folder in FOLDERS.items():
-                rel = f"{folder}/{slug}"
-                if not (root / rel).is_dir():
-                    trees[key] = ""
-                    continue
-                git(root, "add", "--all", "--", rel, env=env)
-                trees[key] = git(root, "write-tree", f"--prefix={rel}/", env=env)
-            out[slug] = trees
+        out = {}
+        for key, rel in folders.items():
+            if not (root / rel).is_dir():
+                out[key] = ""
+                continue
+            git(root, "add", "--all", "--", rel, env=env)
+            out[key] = git(root, "write-tree", f"--prefix={rel}/", env=env)
     return out
 
 
@@ -193,6 +236,11 @@ def write_lock(root: Path, slugs: list[str]) -> Path:
         "# `leaklab dev check`. Do not edit by hand.",
         "",
     ]
+    shared = {name: tree for name, tree in working_shared(root).items() if tree}
+    if shared:
+        lines.append("[shared]")
+        lines.extend(f'{name} = "{tree}"' for name, tree in shared.items())
+        lines.append("")
     for slug, trees in working_trees(root, slugs).items():
         lines.append(f'[labs."{slug}"]')
         lines.extend(f'{key} = "{tree}"' for key, tree in trees.items())

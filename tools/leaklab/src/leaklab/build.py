@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from leaklab.base import IGNORED_NAMES
+from leaklab.base import IGNORED_NAMES, SHARED
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.procs import ProcessGroup
@@ -32,6 +32,8 @@ TESTED_MARKER = ".tests-passed"
 # The longest a build or test command may run: a cold Scala or Rust build on 2 cores
 # fits, a deadlocked test does not hang the grader.
 COMMAND_TIMEOUT_S = 900.0
+# Copies of source trees leave build outputs and editor litter behind.
+_ignored = shutil.ignore_patterns(*IGNORED_NAMES)
 
 
 @dataclass(frozen=True)
@@ -110,16 +112,24 @@ def build_tree(lab: Lab, src: Path, what: str, log: Callable[[str], None] = prin
 
 
 def build_load(lab: Lab, log: Callable[[str], None] = print) -> Built:
-    """Build the lab's load program from `labs/NN/load` (not a variant: it never changes)."""
+    """Build the lab's load program from `labs/NN/load` (not a variant: it never changes),
+    beside the course's shared folders (`labs/loadkit`, the Go load kit its go.mod
+    replaces with `../../loadkit`): the tree is laid out as `labs/` is, so the key
+    hashes the kit too, and a change to the kit rebuilds every load."""
     ensure_toolchain(lab, log)
-    load_dir = lab.lab_dir / "load"
     with tempfile.TemporaryDirectory(dir=_build_root(lab)) as tmp:
         src = Path(tmp) / "src"
-        if load_dir.is_dir():
-            shutil.copytree(load_dir, src, ignore=shutil.ignore_patterns(*IGNORED_NAMES))
+        load_dir = src / lab.slug / "load"
+        if (lab.lab_dir / "load").is_dir():
+            shutil.copytree(lab.lab_dir / "load", load_dir, ignore=_ignored)
         else:
-            src.mkdir()
-        return _build_tree(lab, src, lab.load.build, f"{lab.slug} load", log)
+            load_dir.mkdir(parents=True)
+        for name in SHARED:
+            shared = lab.files / "labs" / name
+            if shared.is_dir():
+                shutil.copytree(shared, src / name, ignore=_ignored)
+        where = load_dir.relative_to(src)
+        return _build_tree(lab, src, lab.load.build, f"{lab.slug} load", log, workdir=where)
 
 
 def run_commands(
@@ -226,8 +236,15 @@ def _build_root(lab: Lab) -> Path:
 
 
 def _build_tree(
-    lab: Lab, src: Path, commands: tuple[Command, ...], what: str, log: Callable[[str], None]
+    lab: Lab,
+    src: Path,
+    commands: tuple[Command, ...],
+    what: str,
+    log: Callable[[str], None],
+    workdir: Path = Path(),
 ) -> Built:
+    """Build `src` in the cache (by its key), running the commands in `src/workdir`
+    (which is also their `{src}`); `Built.src` is the tree's root."""
     preset_values = [repr(sorted(lab.build.values.items()))] if lab.build.values else []
     key = tree_hash(src, [repr(c) for c in commands] + preset_values)
     home = _build_root(lab) / key
@@ -243,7 +260,8 @@ def _build_tree(
         out.mkdir()
         log(f"{what}: building {key} (log: {home / 'build.log'})")
         prepare_sources(lab.build, home / "src")
-        run_commands(commands, home / "src", values(lab, home / "src", out), home / "build.log")
+        cwd = home / "src" / workdir
+        run_commands(commands, cwd, values(lab, cwd, out), home / "build.log")
         (home / DONE_MARKER).touch()
     return Built(key, home / "src", out, cached=False)
 

@@ -44,7 +44,12 @@ def _lock_problems(root: Path) -> list[str]:
     except LeakLabError as exc:
         return [str(exc)]
     now = base.working_trees(root, slugs)
-    problems = []
+    shared = base.read_shared(root)
+    problems = [
+        f"{base.LOCK} does not match labs/{name}: run `leaklab dev lock` and commit the result"
+        for name, tree in base.working_shared(root).items()
+        if shared[name] != tree
+    ]
     for slug in sorted(set(recorded) - set(slugs)):
         problems.append(f"{base.LOCK} records {slug}, which has no labs/{slug}/lab.toml")
     for slug in slugs:

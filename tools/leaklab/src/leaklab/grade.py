@@ -184,6 +184,11 @@ def ignored_changes(published: Lab, variant: str) -> list[str]:
             if folder == "labs" and _is_editable(published, path):
                 continue
             found.append(f"{folder}/{slug}/{path}")
+    for name in base.SHARED:  # the load kit: a grade builds the load with the published one
+        mine = published.root / "labs" / name
+        found += [
+            f"labs/{name}/{p}" for p in base.differences(published.files / "labs" / name, mine)
+        ]
     if variant.startswith(PATCH_PREFIX):
         with tempfile.TemporaryDirectory() as tmp:
             broken, candidate = Path(tmp) / "broken", Path(tmp) / "candidate"

@@ -1,0 +1,3 @@
+module leaklab.dev/loadkit
+
+go 1.24
