@@ -171,7 +171,7 @@ def lab_needs(lab: Lab) -> dict[str, list[str]]:
     steps: list[tuple[str, Iterable[Command]]] = [
         ("build", _with_preset(lab.build)),
         ("test", _with_preset(lab.build, test=True)),
-        ("service", [lab.service.command]),
+        ("service", [_spelt(lab.service.command, lab.params)]),
         ("load", [*lab.load.build, *([lab.load.command] if lab.load.command.argv else [])]),
         ("aux", [a.command for a in lab.aux]),
         ("snapshot", [s.command for s in lab.snapshots if s.command]),
@@ -193,15 +193,18 @@ def lab_needs(lab: Lab) -> dict[str, list[str]]:
 def _with_preset(build: Build, test: bool = False) -> list[Command]:
     """A build's commands with the preset's `{*name}` argv values spelt out (`{*sbt}`
     is `java ... -jar {tools}/sbt-launch.jar`), so what they start can be named."""
-    out = []
-    for cmd in build.test if test else build.commands:
-        argv: list[str] = []
-        for arg in cmd.argv:
-            splat = SPLAT.fullmatch(arg)
-            known = splat and splat.group(1) in build.values
-            argv.extend(shlex.split(build.values[splat.group(1)]) if splat and known else [arg])
-        out.append(Command(tuple(argv), cmd.env))
-    return out
+    return [_spelt(cmd, build.values) for cmd in (build.test if test else build.commands)]
+
+
+def _spelt(cmd: Command, values: dict[str, str]) -> Command:
+    """`cmd` with its `{*name}` arguments split out of `values` (a preset's, or a run
+    parameter such as lab 04's `launcher`, empty by default); unknown ones stay."""
+    argv: list[str] = []
+    for arg in cmd.argv:
+        splat = SPLAT.fullmatch(arg)
+        known = splat and splat.group(1) in values
+        argv.extend(shlex.split(values[splat.group(1)]) if splat and known else [arg])
+    return Command(tuple(argv), cmd.env)
 
 
 def _named(cmd: Command) -> list[str]:
