@@ -56,6 +56,9 @@ def main() -> None:
     parser.add_argument("lab")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument(
+        "--variant", choices=sorted(EXPECTED), help="grade only this one (default: both)"
+    )
+    parser.add_argument(
         "--lock",
         help="a file to flock around each grade, so the benchmark takes turns with other "
         "measurements on a shared machine instead of overlapping them",
@@ -64,6 +67,8 @@ def main() -> None:
     lab = load_lab(args.lab)
     report: dict[str, dict[str, object]] = {}
     for variant, should_pass in EXPECTED.items():
+        if args.variant and variant != args.variant:
+            continue
         wrong, seconds, walls, verdicts = 0, [], [], []
         for k in range(args.rounds):
             with _turn(args.lock):
@@ -96,7 +101,8 @@ def main() -> None:
             f"(95% upper bound {figures['wrong_rate_upper_95']:.0%}); load to a verdict "
             f"median {figures['load_s_median']} s, worst {figures['load_s_worst']} s"
         )
-    out = work_dir(lab.root) / "reports" / f"grader-{lab.slug}.json"
+    suffix = f"-{args.variant}" if args.variant else ""
+    out = work_dir(lab.root) / "reports" / f"grader-{lab.slug}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"report: {out}")
