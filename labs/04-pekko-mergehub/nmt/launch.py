@@ -72,13 +72,7 @@ def take(pid: int, port: int, what: str, target: Path, t_load_s: float) -> None:
         f"# load t = {t_load_s:.2f} s, JVM uptime {doc.get('uptime_ms', 'unknown')} ms\n"
         + "".join(f"# {line}\n" for line in kernel_view(pid).splitlines())
     )
-    out = subprocess.run(
-        ["jcmd", str(pid), "VM.native_memory", what, "scale=KB"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    out = jcmd(pid, "VM.native_memory", what, "scale=KB")
     target.write_text(head + out.stdout + out.stderr)
 
 
@@ -103,14 +97,19 @@ def mappings(pid: int) -> str:
     return "# range perms size_kB rss_kB anonymous_kB name\n" + "\n".join(rows) + "\n"
 
 
-def take_map(pid: int, target: Path, t_load_s: float) -> None:
-    heap = subprocess.run(
-        ["jcmd", str(pid), "GC.heap_info"],
+def jcmd(pid: int, *command: str) -> subprocess.CompletedProcess[str]:
+    """One jcmd diagnostic command on the JVM; its output is kept even when it fails."""
+    return subprocess.run(
+        ["jcmd", str(pid), *command],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def take_map(pid: int, target: Path, t_load_s: float) -> None:
+    heap = jcmd(pid, "GC.heap_info")
     head = f"# load t = {t_load_s:.2f} s\n# jcmd {pid} GC.heap_info\n"
     target.write_text(
         head
@@ -121,13 +120,7 @@ def take_map(pid: int, target: Path, t_load_s: float) -> None:
 
 
 def take_trim(pid: int, target: Path, t_load_s: float) -> None:
-    out = subprocess.run(
-        ["jcmd", str(pid), "System.trim_native_heap"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    out = jcmd(pid, "System.trim_native_heap")
     target.write_text(
         f"# load t = {t_load_s:.2f} s\n# jcmd {pid} System.trim_native_heap\n"
         + out.stdout
