@@ -2,7 +2,8 @@
 N times each and count the wrong verdicts (issue: a grader that fails a correct fix one
 time in twenty is worse than no grader).
 
-A wrong verdict is broken passing, or the solution failing. Each count comes with a
+A wrong verdict is broken not failing on a `grows` verdict (passing, or failing for another
+reason such as a run that did not start), or the solution failing. Each count comes with a
 one-sided 95% Clopper-Pearson upper bound on the error rate (0 of 10 still allows up to
 26%: more rounds narrow it). Also reported: seconds of load each verdict took (grades are
 adaptive: the load stops at the first look that decides), and the whole grade's wall
@@ -75,7 +76,8 @@ def main() -> None:
                 started = time.monotonic()
                 result = grade(lab, variant, log=lambda _: None)
                 walls.append(time.monotonic() - started)
-            wrong += result.passed != should_pass
+            right = result.passed if should_pass else result.verdict == "grows"
+            wrong += not right
             verdicts.append(f"{result.verdict} ({result.stage})")
             if result.load_s is not None:  # the last run's; a repeated run counts twice
                 seconds.append(result.load_s * result.attempts)
