@@ -59,7 +59,8 @@ def case_ids(cases: list[tuple[str, str, bool]]) -> list[str]:
     return [f"{s}-{Path(v).stem}" for s, v, _ in cases]
 
 
-MEASURED_CASES = [c for c in grading_cases() if not fails_before_load(c[1])]
+GRADING_CASES = grading_cases()
+MEASURED_CASES = [c for c in GRADING_CASES if not fails_before_load(c[1])]
 
 
 def test_the_course_agrees_with_itself() -> None:
@@ -183,7 +184,7 @@ def test_an_instructor_can_diff_a_submission_against_the_solution(slug: str) -> 
 
 
 @pytest.mark.parametrize(
-    ("slug", "variant", "should_pass"), grading_cases(), ids=case_ids(grading_cases())
+    ("slug", "variant", "should_pass"), GRADING_CASES, ids=case_ids(GRADING_CASES)
 )
 def test_every_grading_case_reaches_the_load_or_fails_before_it(
     slug: str, variant: str, should_pass: bool
