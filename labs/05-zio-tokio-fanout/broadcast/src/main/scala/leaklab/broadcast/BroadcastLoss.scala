@@ -1,0 +1,121 @@
+package leaklab.broadcast
+
+import zio.*
+
+/** One match's live events fanned out through a ZIO `Hub` to several subscribers, one of
+  * which reads slower than the publisher writes; counts what each subscriber received and
+  * what it lost, once per hub strategy (the reference page "Hub" of the ZIO docs):
+  *
+  *  - `Hub.bounded` (back pressure): a message stays until every subscriber has taken
+  *    it; a full hub makes the publisher wait, so nobody loses anything and everybody,
+  *    the publisher and the fast subscribers, goes at the slowest subscriber's pace;
+  *  - `Hub.sliding`: a full hub takes the new message and drops the oldest, so the
+  *    subscriber that had not taken it yet (the slow one) loses it, and is not told;
+  *  - `Hub.dropping`: a full hub drops the NEW message (`publish` answers false), so
+  *    every subscriber loses it, the fast ones included.
+  *
+  * Not part of the replay service: the lab's "losing events" measurement (README, "Fan-out:
+  * who loses events"), beside its Tokio counterpart (`tokio/examples/broadcast_loss.rs`).
+  * Prints one JSON line per strategy. Flags as the Tokio program's: --subscribers 8
+  * --events 20000 --rate 10000 --slow-rate 2000 --capacity 1024.
+  */
+object BroadcastLoss extends ZIOAppDefault:
+
+  final case class Settings(subscribers: Int, events: Int, rate: Double, slowRate: Double, capacity: Int)
+
+  /** What one subscriber saw: values received, and sequence numbers skipped between them. */
+  final case class Tally(id: Int, slow: Boolean, received: Int, gaps: Int)
+
+  /** Published after the last event; a subscriber stops when it takes it. */
+  private val End = -1
+
+  def parse(args: List[String]): Either[String, Settings] =
+    def loop(rest: List[String], s: Settings): Either[String, Settings] = rest match
+      case Nil => Right(s)
+      case flag :: value :: tail =>
+        value.toIntOption.filter(_ >= 1).toRight(s"$flag $value: must be a positive whole number").flatMap { n =>
+          flag match
+            case "--subscribers" if n <= 64 => loop(tail, s.copy(subscribers = n))
+            case "--events" if n <= 10_000_000 => loop(tail, s.copy(events = n))
+            case "--rate" if n <= 10_000_000 => loop(tail, s.copy(rate = n.toDouble))
+            case "--slow-rate" if n <= 10_000_000 => loop(tail, s.copy(slowRate = n.toDouble))
+            case "--capacity" if n <= (1 << 20) => loop(tail, s.copy(capacity = n))
+            case _ => Left(s"$flag $value: unknown flag or out of range")
+        }
+      case flag :: Nil => Left(s"$flag: missing value")
+    loop(args, Settings(subscribers = 8, events = 20_000, rate = 10_000.0, slowRate = 2_000.0, capacity = 1024))
+
+  override def run: ZIO[ZIOAppArgs, Any, Any] =
+    getArgs.flatMap { args =>
+      parse(args.toList) match
+        case Left(problem) => Console.printLineError(s"broadcast-loss: $problem").orDie *> exit(ExitCode(2))
+        case Right(s) =>
+          ZIO.foreachDiscard(List("bounded", "sliding", "dropping"))(strategy =>
+            measure(s, strategy).flatMap(Console.printLine(_))
+          )
+    }
+
+  private def hub(strategy: String, capacity: Int): UIO[Hub[Int]] = strategy match
+    case "bounded" => Hub.bounded[Int](capacity)
+    case "sliding" => Hub.sliding[Int](capacity)
+    case _ => Hub.dropping[Int](capacity)
+
+  /** One hub, its subscribers (subscribed in the scope before the first publish), the
+    * paced publisher, then the end marker; the line of JSON with every subscriber's tally.
+    */
+  def measure(s: Settings, strategy: String): UIO[String] =
+    ZIO.scoped {
+      for
+        hub <- hub(strategy, s.capacity)
+        queues <- ZIO.foreach(0 until s.subscribers)(_ => hub.subscribe)
+        start <- Clock.nanoTime
+        readers <- ZIO.foreach(queues.zipWithIndex) { (q, i) =>
+          consume(q, i, if i == 0 then Some(s.slowRate) else None, start).fork
+        }
+        _ <- publish(hub, s, start, 0)
+        published <- Clock.nanoTime
+        _ <- publishEnd(hub)
+        tallies <- ZIO.foreach(readers)(_.join)
+        done <- Clock.nanoTime
+      yield json(s, strategy, (published - start) / 1e9, (done - start) / 1e9, tallies)
+    }
+
+  /** Publishes events 0 until `s.events` at `s.rate` per second, in the batches due each
+    * millisecond; a bounded hub makes `publishAll` wait while it is full.
+    */
+  private def publish(hub: Hub[Int], s: Settings, start: Long, sent: Int): UIO[Unit] =
+    if sent >= s.events then ZIO.unit
+    else
+      Clock.nanoTime.flatMap { now =>
+        val due = math.min(s.events.toLong, ((now - start) / 1e9 * s.rate).toLong).toInt
+        if due > sent then hub.publishAll(sent until due) *> publish(hub, s, start, due)
+        else ZIO.sleep(1.milli) *> publish(hub, s, start, sent)
+      }
+
+  /** A dropping hub refuses the end marker while it is full: try again until it is taken. */
+  private def publishEnd(hub: Hub[Int]): UIO[Unit] =
+    hub.publish(End).flatMap(taken => if taken then ZIO.unit else ZIO.sleep(1.milli) *> publishEnd(hub))
+
+  /** Takes values until the end marker; with `pace`, never more than that many per second
+    * since `start` (a subscriber doing slow work per event).
+    */
+  private def consume(q: Dequeue[Int], id: Int, pace: Option[Double], start: Long): UIO[Tally] =
+    def keepTo(rate: Double, received: Int): UIO[Unit] =
+      Clock.nanoTime.flatMap { now =>
+        if received > (now - start) / 1e9 * rate then ZIO.sleep(1.milli) *> keepTo(rate, received)
+        else ZIO.unit
+      }
+    def loop(received: Int, next: Int, gaps: Int): UIO[Tally] =
+      q.take.flatMap { seq =>
+        if seq == End then ZIO.succeed(Tally(id, pace.isDefined, received, gaps))
+        else pace.fold(ZIO.unit)(keepTo(_, received + 1)) *> loop(received + 1, seq + 1, gaps + seq - next)
+      }
+    loop(0, 0, 0)
+
+  private def json(s: Settings, strategy: String, publishS: Double, doneS: Double, tallies: Seq[Tally]): String =
+    val rows = tallies.map(t =>
+      s"""{"id":${t.id},"slow":${t.slow},"received":${t.received},"lost":${s.events - t.received},"gaps":${t.gaps}}"""
+    )
+    f"""{"runtime":"zio","strategy":"$strategy","capacity":${s.capacity},"events":${s.events},""" +
+      f""""rate":${s.rate}%.0f,"slow_rate":${s.slowRate}%.0f,"publish_s":$publishS%.3f,"done_s":$doneS%.3f,""" +
+      s""""subscribers":[${rows.mkString(",")}]}"""
