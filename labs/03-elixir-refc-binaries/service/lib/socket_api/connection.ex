@@ -14,7 +14,7 @@ defmodule SocketApi.Connection do
   """
   use GenServer, restart: :temporary
 
-  alias SocketApi.{Channel, Frames, Handshake, HTTP, Introspection, Protocol}
+  alias SocketApi.{Channel, Diagnostics, Frames, Handshake, HTTP, Introspection, Protocol}
 
   require Logger
 
@@ -72,6 +72,15 @@ defmodule SocketApi.Connection do
 
   # -- HTTP ------------------------------------------------------------------------
 
+  @routes [
+    "/healthz",
+    "/metrics",
+    "/debug/processes",
+    "/debug/gc",
+    "/debug/top",
+    "/debug/bin_leak"
+  ]
+
   defp route(%{path: "/socket"} = request, state) do
     case Handshake.accept(request) do
       {:ok, response} ->
@@ -99,9 +108,20 @@ defmodule SocketApi.Connection do
   defp route(%{method: :POST, path: "/debug/gc"}, state),
     do: respond_json(state, Introspection.collect_everything())
 
-  defp route(%{path: path}, state)
-       when path in ["/healthz", "/metrics", "/debug/processes", "/debug/gc"],
-       do: respond_and_stop(state, 405, "method not allowed\n")
+  defp route(%{method: :GET, path: "/debug/top", query: query}, state) do
+    by = Map.get(URI.decode_query(query), "by", "binary_memory")
+
+    case Diagnostics.attribute(by) do
+      {:ok, attribute} -> respond_json(state, Diagnostics.top_report(attribute, top_n(query)))
+      :error -> respond_and_stop(state, 400, "by: one of #{inspect(Diagnostics.attributes())}\n")
+    end
+  end
+
+  defp route(%{method: :POST, path: "/debug/bin_leak", query: query}, state),
+    do: respond_json(state, Diagnostics.bin_leak_report(top_n(query)))
+
+  defp route(%{path: path}, state) when path in @routes,
+    do: respond_and_stop(state, 405, "method not allowed\n")
 
   defp route(_request, state), do: respond_and_stop(state, 404, "not found\n")
 
