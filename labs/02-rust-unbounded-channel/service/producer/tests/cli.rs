@@ -100,6 +100,9 @@ fn burst_flushes_and_prints_the_done_line() {
     assert!(done.contains("\"wall_s\":"), "{done}");
 }
 
+// Three seconds for two progress lines: the ticks at 1 s and 2 s come well before the
+// end. (With two seconds the second tick raced the end of sending, and a busy machine
+// printed the done line first.)
 #[test]
 fn steady_prints_progress_every_second() {
     let broker = Broker::start(Behavior::default());
@@ -111,7 +114,7 @@ fn steady_prints_progress_every_second() {
         "--rate",
         "200",
         "--duration-s",
-        "2",
+        "3",
     ]);
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);
