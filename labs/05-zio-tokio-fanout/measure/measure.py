@@ -74,10 +74,17 @@ from leaklab.procs import (
     ProcessGroup,
     interrupts_as_keyboard_interrupt,
     ledger_folder,
-    run_captured,
     wait_ready,
 )
-from leaklab.runner import RunOptions, Setup, git_provenance, prepare, probe_for, reap_leftovers
+from leaklab.runner import (
+    RunOptions,
+    Setup,
+    git_provenance,
+    prepare,
+    probe_for,
+    reap_leftovers,
+    tool_versions,
+)
 from leaklab.samplers import Recorder, Sampler, http_json_poll, rss_poll
 from leaklab.spec import Lab, load_lab
 from leaklab.variants import dataset_name
@@ -313,18 +320,6 @@ def stop(run: Running, group: ProcessGroup) -> None:
     group.stop(run.child)
 
 
-def versions(lab: Lab, ledger: Ledger) -> dict[str, str]:
-    out = {"python": sys.version.split()[0]}
-    for name, argv in lab.versions.items():
-        try:
-            result = run_captured(list(argv), cwd=lab.root, timeout_s=20, ledger=ledger)
-            text = (result.stdout or result.stderr).decode(errors="replace")
-            out[name] = text.strip().splitlines()[0]
-        except (OSError, IndexError, LeakLabError, subprocess.TimeoutExpired):
-            out[name] = "unknown"
-    return out
-
-
 def write(
     lab: Lab, folder: str, name: str, run: Running, extra: dict[str, Any], ledger: Ledger
 ) -> Path:
@@ -347,7 +342,7 @@ def write(
             "service": shlex.join(run.argv),
             "load (first window)": run.load_argvs[0] if run.load_argvs else None,
         },
-        "versions": versions(lab, ledger),
+        "versions": tool_versions(lab, ledger),
         "host": {
             "cpus": os.cpu_count(),
             "memory_bytes": psutil.virtual_memory().total,
@@ -532,7 +527,7 @@ def broadcast(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
             "load_result": {"done": True, "note": "no load: the program publishes to itself"},
             "results": lines,
             "commands": {"measure": shlex.join(sys.argv), "program": commands[runtime]},
-            "versions": versions(lab, ledger),
+            "versions": tool_versions(lab, ledger),
             "host": {"cpus": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total},
         }
         _, path = dataset.write(lab.dataset_dir / "broadcast", runtime, rows, meta)

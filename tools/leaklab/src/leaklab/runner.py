@@ -682,7 +682,8 @@ def git_provenance(root: Path, slug: str) -> dict[str, Any]:
     }
 
 
-def _versions(lab: Lab, ledger: Ledger | None = None) -> dict[str, str]:
+def tool_versions(lab: Lab, ledger: Ledger | None = None) -> dict[str, str]:
+    """The first line each of the lab's `[lab.versions]` commands prints, and Python's."""
     out = {"python": platform.python_version()}
     for name, argv in lab.versions.items():
         try:
@@ -719,7 +720,7 @@ def _provenance(
             "load": shlex.join(measured.load_argv) if measured.load_argv is not None else None,
             **{f"aux_{n}": shlex.join(argv) for n, argv in serving.aux_argvs.items()},
         },
-        "versions": _versions(lab, ledger),
+        "versions": tool_versions(lab, ledger),
         "host": {
             "cpus": os.cpu_count(),
             "memory_bytes": psutil.virtual_memory().total,
