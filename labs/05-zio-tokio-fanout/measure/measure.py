@@ -493,8 +493,9 @@ def broadcast(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
     shutil.copytree(lab.lab_dir / "tokio", tokio_src, ignore=ignore)
     tools = tools_dir(lab)
     cargo_target = str(work_dir(lab.root) / "build" / lab.slug / "cache" / "cargo-target")
-    sbt = ["java", "-Xmx1g", "-Xss4m", "-Dsbt.batch=true", "-Dsbt.server.autostart=false"]
-    sbt += ["-Dsbt.supershell=false", "-jar", f"{tools}/sbt-launch-1.12.14.jar"]
+    sbt = ["java", "-Xmx1g", "-Xss4m", "-XX:TieredStopAtLevel=1", "-Dsbt.batch=true"]
+    sbt += ["-Dsbt.server.autostart=false", "-Dsbt.supershell=false"]
+    sbt += ["-jar", f"{tools}/sbt-launch-1.12.14.jar"]
     cargo = ["cargo", "build", "--release", "--locked", "--example", "broadcast_loss"]
     cargo += ["--target-dir", cargo_target]
     results: dict[str, list[dict[str, Any]]] = {}
