@@ -350,9 +350,9 @@ def _drive(
 
 
 def _watch_for(setup: Setup) -> Watch | None:
-    """The looks of an adaptive run; a self-driving client ends by itself, so its run
-    is never shortened."""
-    if not setup.opts.adaptive or not setup.driving.listens:
+    """The looks of an adaptive run. A load program and a self-driving client alike stop
+    on SIGTERM once a look decides (the client also cuts the drain of its backlog)."""
+    if not setup.opts.adaptive:
         return None
     a = setup.lab.analysis
     return Watch(a, plan(a.warmup_s, setup.duration_s, a.look_every_s))
@@ -444,7 +444,9 @@ class LoadDriven:
 
 class SelfDriven:
     """A client program that is its own load (lab 02): it starts at t_s = 0, prints the
-    load protocol's progress lines, and exits; it is the measured process."""
+    load protocol's progress lines, and exits; it is the measured process. On SIGTERM
+    (an adaptive run's decisive look) it stops sending, gives its backlog a moment to
+    drain, prints its final line and exits."""
 
     mode = "self-driving"
     listens = False
@@ -547,7 +549,8 @@ def _check_self_driving(lab: Lab, result: LoadResult, service_log: Path) -> None
             f"it was killed (log: {service_log})",
             "use a smaller workload (--param), or raise [service] max_s in lab.toml",
         )
-    if result.exit_code != 0 or not result.final:
+    stopped_as_asked = result.asked_to_stop and bool(result.final)
+    if (result.exit_code != 0 and not stopped_as_asked) or not result.final:
         problem = (
             f"exited with code {result.exit_code}"
             if result.exit_code != 0

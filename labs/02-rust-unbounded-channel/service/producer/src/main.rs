@@ -2,7 +2,8 @@
 //!
 //! Pushes a burst or a steady stream of messages through `courier`, prints a
 //! JSON progress line every second and a final `"done"` line after `close`
-//! has flushed everything. Exit codes: 0 success, 1 delivery failed, 2 bad
+//! has flushed everything. SIGTERM or Ctrl-C stops the sending early (see
+//! `stop`). Exit codes: 0 success (or stopped), 1 delivery failed, 2 bad
 //! command line.
 //!
 //! Build with `--features stats-alloc` for a heap time series, or
@@ -20,18 +21,22 @@ mod args;
 mod heap_series;
 mod progress;
 mod queue_clock;
+mod stop;
 mod trim;
 mod workload;
 
+use std::panic;
 use std::process::ExitCode;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use args::Mode;
-use courier::{Client, Config};
+use courier::{Client, Config, Error, Report};
 use progress::ProgressReporter;
 use queue_clock::QueueClock;
+use stop::{StopFlag, STOP_GRACE};
 
 #[cfg(feature = "dhat-heap")]
 #[global_allocator]
@@ -55,6 +60,14 @@ fn main() -> ExitCode {
         }
     };
 
+    let stop = match StopFlag::install() {
+        Ok(stop) => stop,
+        Err(e) => {
+            eprintln!("producer: cannot install the SIGTERM/SIGINT handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+
     #[cfg(feature = "stats-alloc")]
     let clock = Arc::new(QueueClock::new(origin));
     #[cfg(feature = "stats-alloc")]
@@ -68,7 +81,7 @@ fn main() -> ExitCode {
     #[cfg(not(feature = "stats-alloc"))]
     let clock = Arc::new(QueueClock::off());
 
-    let code = run(&args, origin, &clock);
+    let code = run(&args, origin, &clock, &stop);
 
     #[cfg(feature = "stats-alloc")]
     if let Some(series) = series {
@@ -77,7 +90,7 @@ fn main() -> ExitCode {
     code
 }
 
-fn run(args: &args::Args, origin: Instant, clock: &QueueClock) -> ExitCode {
+fn run(args: &args::Args, origin: Instant, clock: &QueueClock, stop: &StopFlag) -> ExitCode {
     let client = match Client::connect(&args.broker, Config::default()) {
         Ok(client) => client,
         Err(e) => {
@@ -92,30 +105,73 @@ fn run(args: &args::Args, origin: Instant, clock: &QueueClock) -> ExitCode {
 
     let started = Instant::now();
     let sent = match args.mode {
-        Mode::Burst { messages } => workload::burst(&client, clock, &payload, messages),
+        Mode::Burst { messages } => workload::burst(&client, clock, stop, &payload, messages),
         Mode::Steady { rate, duration } => {
-            workload::steady(&client, clock, &payload, rate, duration)
+            workload::steady(&client, clock, stop, &payload, rate, duration)
         }
     };
     // The load phase ends here; what follows is the drain of whatever is queued.
     let load_end = origin.elapsed();
     // Close even after a failed send: it stops the background sender and
     // reports the same failure with the final counts.
-    let closed = client.close();
+    let closed = close_unless_stopped(client, stop);
     let wall = started.elapsed();
 
     reporter.stop();
+    let report = stats.snapshot();
     println!(
         "{}",
-        progress::done_line(origin.elapsed(), stats.snapshot(), wall, load_end)
+        progress::done_line(origin.elapsed(), report, wall, load_end, stop.raised())
     );
-    after_drain(args);
+    let Some(closed) = closed else {
+        // Stopped with a backlog: reported, and left behind with the process.
+        let undelivered = report.accepted - report.acked - report.failed;
+        eprintln!("producer: stopped early; {undelivered} queued messages were not delivered");
+        return match sent {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("producer: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    };
+    if !stop.raised() {
+        after_drain(args);
+    }
 
     match sent.and(closed) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("producer: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `close` (which waits for the queue to drain) on its own thread, so that a
+/// stop signal, before or during the drain, can cut the wait: the queue then
+/// gets `STOP_GRACE`, and `None` says it was still draining after it.
+fn close_unless_stopped(client: Client, stop: &StopFlag) -> Option<Result<Report, Error>> {
+    let (done, closed) = mpsc::channel();
+    let closer = thread::spawn(move || {
+        let _ = done.send(client.close());
+    });
+    let mut give_up = None;
+    loop {
+        match closed.recv_timeout(Duration::from_millis(10)) {
+            Ok(result) => return Some(result),
+            // `close` panicked: the panic carries on here, as a direct call's would.
+            Err(RecvTimeoutError::Disconnected) => match closer.join() {
+                Err(panic) => panic::resume_unwind(panic),
+                Ok(()) => unreachable!("the closing thread ends by sending its result"),
+            },
+            Err(RecvTimeoutError::Timeout) if stop.raised() => {
+                let at = *give_up.get_or_insert_with(|| Instant::now() + STOP_GRACE);
+                if Instant::now() >= at {
+                    return None;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
         }
     }
 }

@@ -53,19 +53,28 @@ pub fn line(t: Duration, report: Report) -> String {
     )
 }
 
-/// `{"done":true,"t_s":...,"sent":...,"acked":...,"errors":...,"wall_s":...,"load_end_s":...}`
+/// `{"done":true,"t_s":...,"sent":...,"acked":...,"errors":...,"wall_s":...,"load_end_s":...,"stopped":false}`
 ///
 /// `wall_s` runs from the first send until `close` returned (everything
 /// delivered); `load_end_s` is when the last send returned, counted like
 /// `t_s` from the program's start. Between the two the queue drains.
-pub fn done_line(t: Duration, report: Report, wall: Duration, load_end: Duration) -> String {
+/// `stopped` says a signal ended the sending early; the counts then say what
+/// was delivered by the time the program gave up waiting.
+pub fn done_line(
+    t: Duration,
+    report: Report,
+    wall: Duration,
+    load_end: Duration,
+    stopped: bool,
+) -> String {
     format!(
-        "{{\"done\":true,\"t_s\":{:.3},\"sent\":{},\"acked\":{},\"errors\":{},\"wall_s\":{:.3},\"load_end_s\":{:.3}}}",
+        "{{\"done\":true,\"t_s\":{:.3},\"sent\":{},\"acked\":{},\"errors\":{},\"wall_s\":{:.3},\"load_end_s\":{:.3},\"stopped\":{}}}",
         t.as_secs_f64(),
         report.accepted,
         report.acked,
         report.failed,
         wall.as_secs_f64(),
-        load_end.as_secs_f64()
+        load_end.as_secs_f64(),
+        stopped
     )
 }

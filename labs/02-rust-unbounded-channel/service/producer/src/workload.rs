@@ -4,26 +4,31 @@ use std::time::{Duration, Instant};
 use courier::{Client, Error};
 
 use crate::queue_clock::QueueClock;
+use crate::stop::StopFlag;
 
 /// How often steady mode wakes up to send what has fallen due. Short enough
 /// to look smooth at 100,000 messages/s, long enough not to spin a core.
 const STEADY_TICK: Duration = Duration::from_millis(1);
 
-/// Sends `messages` copies of `payload` back to back.
+/// Sends `messages` copies of `payload` back to back, or until `stop`.
 pub fn burst(
     client: &Client,
     clock: &QueueClock,
+    stop: &StopFlag,
     payload: &[u8],
     messages: u64,
 ) -> Result<(), Error> {
     for _ in 0..messages {
+        if stop.raised() {
+            break;
+        }
         client.send(payload)?;
         clock.queued();
     }
     Ok(())
 }
 
-/// Sends `rate` copies of `payload` per second for `duration`.
+/// Sends `rate` copies of `payload` per second for `duration`, or until `stop`.
 ///
 /// Messages are due on a fixed schedule from the start; if `send` holds
 /// the caller up, the schedule is not stretched, the backlog is sent as
@@ -31,6 +36,7 @@ pub fn burst(
 pub fn steady(
     client: &Client,
     clock: &QueueClock,
+    stop: &StopFlag,
     payload: &[u8],
     rate: u64,
     duration: Duration,
@@ -39,11 +45,11 @@ pub fn steady(
     let mut sent: u64 = 0;
     loop {
         let elapsed = start.elapsed();
-        if elapsed >= duration {
+        if elapsed >= duration || stop.raised() {
             return Ok(());
         }
         let due = (elapsed.as_secs_f64() * rate as f64) as u64;
-        while sent < due && start.elapsed() < duration {
+        while sent < due && start.elapsed() < duration && !stop.raised() {
             client.send(payload)?;
             clock.queued();
             sent += 1;

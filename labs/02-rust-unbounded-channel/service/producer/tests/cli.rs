@@ -127,6 +127,63 @@ fn steady_prints_progress_every_second() {
     assert!(last_line(&output).contains("\"done\":true"));
 }
 
+// What an adaptive run does once its verdict is decided: SIGTERM ends a
+// minute of sending within a few seconds, the backlog a slow broker left is
+// not waited for, and the done line says the run was stopped and when its
+// sending ended.
+#[test]
+fn sigterm_stops_the_sending_and_the_program_reports() {
+    let broker = Broker::start(Behavior {
+        latency: Duration::from_millis(20),
+        ..Behavior::default()
+    });
+    let mut child = Command::new(PRODUCER)
+        .args([
+            "--broker",
+            &broker.addr,
+            "--mode",
+            "steady",
+            "--rate",
+            "2000",
+            "--duration-s",
+            "60",
+            "--size",
+            "64",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    thread::sleep(Duration::from_millis(1500));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let asked = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if asked.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("producer did not stop within 10 s of SIGTERM");
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let done = last_line(&output);
+    assert!(
+        done.contains("\"done\":true") && done.ends_with("\"stopped\":true}"),
+        "{done}"
+    );
+    let load_end: f64 = done
+        .split("\"load_end_s\":")
+        .nth(1)
+        .and_then(|rest| rest.split(',').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no load_end_s in {done}"));
+    assert!((1.0..10.0).contains(&load_end), "{done}");
+}
+
 // 2000 messages make many requests whatever the client's batch size, so
 // the broker's failure rules are sure to trigger.
 #[test]
