@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+import shutil
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from leaklab.build import build_variant
 from leaklab.errors import LeakLabError
-from leaklab.spec import load_lab
+from leaklab.spec import Command, load_lab
 from leaklab.variants import materialise
 
 
@@ -88,3 +90,31 @@ def test_failing_build_shows_the_log(fake_repo: Path) -> None:
     with pytest.raises(LeakLabError, match="failed") as info:
         build_variant(lab, "mine", log=lambda _: None)
     assert "server.py" in str(info.value)
+
+
+def test_a_build_starts_from_the_last_builds_outputs_when_its_preset_says_so(
+    fake_repo: Path,
+) -> None:
+    """`reuse_outputs` (sbt's preset): a new build starts from a copy of the last
+    finished build's output folders; without one (none yet, or lost) it starts clean."""
+    lab = load_lab("90", fake_repo)
+    probe = (
+        "import os, sys; "
+        "open(sys.argv[1] + '/started-from-last', 'w').write(str(os.path.exists('made/stamp'))); "
+        "os.makedirs('made', exist_ok=True); open('made/stamp', 'w').write('x')"
+    )
+    build = replace(
+        lab.build,
+        commands=(Command(("python3", "-c", probe, "{out}")),),
+        reuse_outputs=("made",),
+    )
+    lab = replace(lab, build=build)
+    first = build_variant(lab, "broken", log=lambda _: None)
+    second = build_variant(lab, "fixed", log=lambda _: None)
+    assert (first.out / "started-from-last").read_text() == "False"
+    assert (second.out / "started-from-last").read_text() == "True"
+    seeds = fake_repo / ".leaklab" / "build" / lab.slug / "cache" / "seeds"
+    shutil.rmtree(seeds / second.key)  # lost: the next build compiles from scratch
+    (lab.service_dir / "server.py").write_text("# a learner's edit\n")
+    third = build_variant(lab, "mine", log=lambda _: None)
+    assert (third.out / "started-from-last").read_text() == "False"

@@ -261,9 +261,60 @@ def _build_tree(
         log(f"{what}: building {key} (log: {home / 'build.log'})")
         prepare_sources(lab.build, home / "src")
         cwd = home / "src" / workdir
+        _start_from_last_build(lab, cwd)
         run_commands(commands, cwd, values(lab, cwd, out), home / "build.log")
+        _keep_for_next_build(lab, cwd, key)
         (home / DONE_MARKER).touch()
     return Built(key, home / "src", out, cached=False)
+
+
+def _seeds(lab: Lab) -> Path:
+    return _build_root(lab) / "cache" / "seeds"
+
+
+def _start_from_last_build(lab: Lab, tree: Path) -> None:
+    """Copy the preset's `reuse_outputs` of the lab's last finished build into `tree`,
+    so the toolchain recompiles only what differs. Best effort: a seed that cannot be
+    read (none yet, or pruned while copied) leaves a build from scratch."""
+    reuse = lab.build.reuse_outputs
+    if not reuse or any((tree / rel).exists() for rel in reuse):
+        return
+    try:
+        seed = _seeds(lab) / (_seeds(lab) / "latest").read_text().strip()
+        for rel in reuse:
+            if (seed / rel).is_dir():
+                shutil.copytree(seed / rel, tree / rel, symlinks=True)
+    except OSError:
+        for rel in reuse:
+            shutil.rmtree(tree / rel, ignore_errors=True)
+
+
+def _keep_for_next_build(lab: Lab, tree: Path, key: str, keep: int = 3) -> None:
+    """After a build: a copy of its `reuse_outputs` becomes the next build's start
+    (`seeds/latest` names it, replaced atomically); older copies beyond `keep` go."""
+    reuse = lab.build.reuse_outputs
+    if not reuse:
+        return
+    seeds = _seeds(lab)
+    staging = seeds / f".{key}.tmp"
+    try:
+        shutil.rmtree(staging, ignore_errors=True)
+        for rel in reuse:
+            if (tree / rel).is_dir():
+                shutil.copytree(tree / rel, staging / rel, symlinks=True)
+        shutil.rmtree(seeds / key, ignore_errors=True)
+        staging.rename(seeds / key)
+        pointer = seeds / f".latest.{key}"
+        pointer.write_text(key)
+        pointer.replace(seeds / "latest")
+        kept = sorted(
+            (p for p in seeds.iterdir() if p.is_dir() and not p.name.startswith(".")),
+            key=lambda p: p.stat().st_mtime,
+        )
+        for old in kept[:-keep]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)  # the next build starts from scratch
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ class _PresetFile(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_on
     test: tuple[Argv, ...] = ()
     values: dict[str, str] = {}
     touch_sources: bool = False
+    reuse_outputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,7 @@ class Preset:
     test: tuple[tuple[str, ...], ...] = ()
     values: dict[str, str] = field(default_factory=dict)
     touch_sources: bool = False
+    reuse_outputs: tuple[str, ...] = ()
 
 
 NONE = Preset()
@@ -37,7 +39,7 @@ def _all() -> dict[str, Preset]:
     raw = tomllib.loads(resources.files("leaklab").joinpath("presets.toml").read_text())
     typed = msgspec.convert(raw, dict[str, _PresetFile])
     return {
-        name: Preset(p.commands, p.test, dict(p.values), p.touch_sources)
+        name: Preset(p.commands, p.test, dict(p.values), p.touch_sources, p.reuse_outputs)
         for name, p in typed.items()
     }
 

@@ -63,6 +63,9 @@ class Build:
     # freshness by mtimes (cargo) and shares its cache between variants would otherwise
     # reuse another variant's code (see `leaklab.presets`).
     touch_sources: bool = False
+    # Output folders a build starts from, copied from the lab's last finished build, so
+    # the toolchain compiles only what differs (sbt's target folders; `leaklab.build`).
+    reuse_outputs: tuple[str, ...] = ()
     extras: dict[str, tuple[Command, ...]] = field(default_factory=dict)
 
     def with_extras(self, names: tuple[str, ...]) -> tuple[Command, ...]:
@@ -445,6 +448,7 @@ def _build(build: manifest.Build, fail: _Failer, table: str) -> Build:
         tuple(Command(tuple(a), env) for a in tests),
         values=preset.values,
         touch_sources=preset.touch_sources,
+        reuse_outputs=preset.reuse_outputs,
         extras={
             name: tuple(Command(tuple(a), env) for a in steps)
             for name, steps in build.extras.items()
