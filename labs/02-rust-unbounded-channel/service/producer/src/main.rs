@@ -104,11 +104,14 @@ fn run(args: &args::Args, origin: Instant, clock: &QueueClock, stop: &StopFlag) 
     let payload = vec![0xA5u8; args.size];
 
     let started = Instant::now();
+    let sending = workload::Sending {
+        client: &client,
+        clock,
+        stop,
+    };
     let sent = match args.mode {
-        Mode::Burst { messages } => workload::burst(&client, clock, stop, &payload, messages),
-        Mode::Steady { rate, duration } => {
-            workload::steady(&client, clock, stop, &payload, rate, duration)
-        }
+        Mode::Burst { messages } => workload::burst(&sending, &payload, messages),
+        Mode::Steady { rate, duration } => workload::steady(&sending, &payload, rate, duration),
     };
     // The load phase ends here; what follows is the drain of whatever is queued.
     let load_end = origin.elapsed();
