@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from test_analysis import SLOPE, Series, autocorrelated, sawtooth, step
 
-from leaklab.sequential import ALPHA, judge, plan
+from leaklab.sequential import ALPHA, Watch, judge, plan
 from leaklab.spec import Analysis
 
 RUNS = 400
@@ -71,3 +71,23 @@ def test_a_clear_leak_is_decided_at_the_first_look() -> None:
     looks = plan(0.0, 60, 10.0)
     first = judge(analysis(grows_above=5), looks, 0, t, y)
     assert (first.verdict, first.look, first.at_s) == ("grows", 1, 20.0)
+
+
+def test_the_last_look_is_taken_in_the_run_only_when_asked() -> None:
+    """A load program ends by itself at the end of its duration, so its last look waits
+    for that; a self-driving client then drains its backlog, so its last look is taken
+    on time and the drain is cut (`runner._drive`)."""
+    watch = Watch(analysis(1.0), plan(0.0, 40.0, 10.0))
+    assert [round(look.at_s) for look in watch.looks] == [20, 30, 40]
+    assert watch.due(20.0) and not watch.finished
+    watch.decisions += [judge(watch.analysis, watch.looks, i, *undecided()) for i in (0, 1)]
+    assert not watch.due(45.0), "the last look waits for the load to end"
+    assert watch.due(45.0, final_too=True)
+    watch.decisions.append(judge(watch.analysis, watch.looks, 2, *undecided()))
+    assert watch.finished and not watch.due(45.0, final_too=True)
+
+
+def undecided() -> tuple[np.ndarray, np.ndarray]:
+    """Noise of 50 MB around a constant: no look can tell 1 MB/min either way."""
+    t = np.arange(0.0, 40.0, 0.25)
+    return t, 1e9 + np.random.default_rng(1).normal(0, 5e7, t.size)

@@ -328,18 +328,25 @@ def _drive(
     lab = setup.lab
     load_argv, t0, deadline = setup.driving.start(setup, serving, load, origin)
     watch = _watch_for(setup)
+    # A self-driving client drains its backlog after sending (lab 02's broken one for
+    # ~40 s), and the drain is not part of the verdict window: its last look is taken
+    # when the sending ends, and the drain is then cut short.
+    final_in_loop = not setup.driving.listens
     title = f"{lab.slug} {setup.opts.variant}"
     with LiveProgress(title, setup.duration_s, recorder, lab.analysis.series) as live:
         while load.running() and time.monotonic() < deadline:
             _check_alive(serving.watched)
             live.update(time.monotonic() - t0, load.result.last)
-            if watch is not None and watch.due(time.monotonic() - t0):
+            if watch is not None and watch.due(time.monotonic() - t0, final_in_loop):
                 _look(setup, watch, recorder, t0, load)
+                if watch.finished:
+                    load.ask_to_stop()
             time.sleep(0.25)
         result = load.finish(deadline)
         t_load_end = time.monotonic()
-        if watch is not None and watch.decided is None:
-            setup.log(str(watch.last_look(recorder.snapshot(), t0, t_load_end - t0)))
+        if watch is not None and not watch.finished:
+            end_s = setup.driving.phases(setup, result.final, t_load_end - t0)["load_s"]
+            setup.log(str(watch.last_look(recorder.snapshot(), t0, end_s)))
         live.update(t_load_end - t0, result.final or result.last)
         idle_end = t_load_end + setup.driving.idle_s(setup)
         while time.monotonic() < idle_end:

@@ -144,10 +144,17 @@ class Watch:
         last = self.decisions[-1] if self.decisions else None
         return last if last is not None and last.decided else None
 
-    def due(self, elapsed_s: float) -> bool:
-        """An interim look is due (the last look is taken when the load has ended)."""
+    @property
+    def finished(self) -> bool:
+        """A look decided, or every look has been taken."""
+        return self.decided is not None or len(self.decisions) == len(self.looks)
+
+    def due(self, elapsed_s: float, final_too: bool = False) -> bool:
+        """An interim look is due; with `final_too` the last one as well, at its planned
+        time (otherwise it is taken when the load has ended, over the whole load)."""
         k = len(self.decisions)
-        return self.decided is None and k < len(self.looks) - 1 and elapsed_s >= self.looks[k].at_s
+        looks = len(self.looks) if final_too else len(self.looks) - 1
+        return self.decided is None and k < looks and elapsed_s >= self.looks[k].at_s
 
     def look(self, rows: list[Row], t0: float) -> Decision:
         return self._take(len(self.decisions), rows, t0)
