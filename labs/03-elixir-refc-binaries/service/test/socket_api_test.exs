@@ -94,7 +94,10 @@ defmodule SocketApiTest do
       assert {%{"type" => "reply", "ref" => "2", "status" => "ok", "items" => items}, ws} =
                WsClient.recv_json(ws)
 
-      assert [%{"id" => 1, "profiles" => "profiles:1:" <> _}, _, _] = items
+      assert [%{"id" => 1, "profiles" => "profiles:1:" <> _, "changed" => true} = first, _, _] =
+               items
+
+      refute Map.has_key?(first, "detail")
 
       WsClient.send_json(ws, %{type: "leave", ref: "3", topic: "t:1"})
       assert {%{"type" => "left", "ref" => "3"}, _} = WsClient.recv_json(ws)
