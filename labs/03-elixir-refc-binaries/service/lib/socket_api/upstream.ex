@@ -10,10 +10,10 @@ defmodule SocketApi.Upstream do
 
   A document:
 
-      {"id":7,"service":"profiles","etag":"7-1f3a9c0b5d2e4f68","summary":"...","detail":"..."}
+      {"id":7,"service":"profiles","etag":"<40 hex digits>","summary":"...","detail":"..."}
 
   `summary` is a quarter of the document, the part a `list_items` reply shows;
-  `detail` fills the rest. `etag` names the document's version (about 20 bytes); it changes every 20 s.
+  `detail` fills the rest. `etag` names the document's version (a SHA-1 in hex, 40 bytes); it changes every 20 s.
   """
 
   # 64 printable bytes, so that no string needs escaping in JSON.
@@ -36,8 +36,7 @@ defmodule SocketApi.Upstream do
     name = Atom.to_string(service)
     # A document changes every @version_s seconds, and so does its etag.
     version = div(System.system_time(:second), @version_s)
-    digest = :crypto.hash(:md5, "#{name}/#{id}/#{version}")
-    etag = "#{id}-" <> Base.encode16(binary_part(digest, 0, 8), case: :lower)
+    etag = Base.encode16(:crypto.hash(:sha, "#{name}/#{id}/#{version}"), case: :lower)
     head = ~s({"id":#{id},"service":"#{name}","etag":"#{etag}","summary":")
     summary_size = div(size, 4)
     detail_size = max(size - byte_size(head) - summary_size - byte_size(~s(","detail":"")) - 2, 0)
