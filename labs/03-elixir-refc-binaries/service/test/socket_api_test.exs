@@ -157,7 +157,8 @@ defmodule SocketApiTest do
       WsClient.send_json(ws, %{type: "request", ref: "2", topic: "m", op: "list_items"})
       {%{"items" => items}, ws} = WsClient.recv_json(ws)
       assert length(items) == 100
-      assert :erlang.memory(:binary) - before > 500_000
+      # At least the reply itself (about 0.2 MB), which this test process holds too.
+      assert :erlang.memory(:binary) - before > 150_000
 
       WsClient.send_frame(ws, {:close, 1000, ""})
       WsClient.await_close(ws)
