@@ -94,7 +94,10 @@ defmodule SocketApiTest do
       assert {%{"type" => "reply", "ref" => "2", "status" => "ok", "items" => items}, ws} =
                WsClient.recv_json(ws)
 
-      assert [%{"id" => 1, "profiles" => "profiles:1:" <> _}, _, _] = items
+      assert [%{"id" => 1, "profiles" => "profiles:1:" <> _, "changed" => true} = first, _, _] =
+               items
+
+      refute Map.has_key?(first, "detail")
 
       WsClient.send_json(ws, %{type: "leave", ref: "3", topic: "t:1"})
       assert {%{"type" => "left", "ref" => "3"}, _} = WsClient.recv_json(ws)
@@ -154,7 +157,8 @@ defmodule SocketApiTest do
       WsClient.send_json(ws, %{type: "request", ref: "2", topic: "m", op: "list_items"})
       {%{"items" => items}, ws} = WsClient.recv_json(ws)
       assert length(items) == 100
-      assert :erlang.memory(:binary) - before > 500_000
+      # At least the reply itself (about 0.2 MB), which this test process holds too.
+      assert :erlang.memory(:binary) - before > 150_000
 
       WsClient.send_frame(ws, {:close, 1000, ""})
       WsClient.await_close(ws)

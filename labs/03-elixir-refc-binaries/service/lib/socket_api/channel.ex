@@ -3,33 +3,37 @@ defmodule SocketApi.Channel do
   One process per topic a socket has joined (the role a Phoenix channel server plays).
 
   It lives as long as the join: it stops on `leave` and when its connection goes
-  away (it monitors the connection). Requests arrive as casts; the reply goes back to
-  the connection process as a message, tagged with the request's `ref`.
+  away (it monitors the connection). Requests arrive as casts. The channel builds the
+  reply, encodes it, and sends its connection only the encoded payload, as
+  `{:socket_push, payload}`: the connection writes it to the socket as one text frame.
+  Between requests it keeps each item's last version (`seen`, the profiles' etags),
+  so that the next reply can say which items changed.
   """
   use GenServer, restart: :temporary
 
-  alias SocketApi.Catalog
+  alias SocketApi.{Catalog, Protocol}
 
   require Logger
 
   @spec start_link({binary(), pid()}) :: GenServer.on_start()
   def start_link({topic, connection}), do: GenServer.start_link(__MODULE__, {topic, connection})
 
-  @doc "Asks for `params` on behalf of `ref`; the answer arrives as `{:channel_reply, ...}`."
+  @doc "Asks for `params` on behalf of `ref`; the connection gets `{:socket_push, payload}`."
   @spec request(pid(), binary(), map()) :: :ok
   def request(channel, ref, params), do: GenServer.cast(channel, {:request, ref, params})
 
   @impl true
   def init({topic, connection}) do
     Process.monitor(connection)
-    {:ok, %{topic: topic, connection: connection}}
+    {:ok, %{topic: topic, connection: connection, seen: %{}}}
   end
 
   @impl true
   def handle_cast({:request, ref, params}, state) do
-    items = Catalog.list_items(state.topic, params)
-    send(state.connection, {:channel_reply, state.topic, ref, items})
-    {:noreply, state}
+    {items, etags} = Catalog.list_items(state.topic, params, state.seen)
+    payload = IO.iodata_to_binary(Protocol.reply(ref, state.topic, items))
+    send(state.connection, {:socket_push, payload})
+    {:noreply, %{state | seen: Map.merge(state.seen, etags)}}
   end
 
   @impl true

@@ -6,8 +6,8 @@ defmodule SocketApi.Connection do
   It reads the HTTP request head. A plain request (`/healthz`, `/metrics`, `/debug/...`)
   gets one response and the process stops. A WebSocket upgrade turns the process into
   the socket's owner for the rest of its life: it decodes frames, starts a
-  `SocketApi.Channel` per joined topic, routes requests to them, and encodes their
-  replies as JSON text frames.
+  `SocketApi.Channel` per joined topic, routes requests to them, and writes the
+  payloads they send back (replies they encoded themselves) as text frames.
 
   A bad frame closes the socket with the matching close code; a malformed message
   gets an error reply. Either way only this connection and its channels are affected.
@@ -51,8 +51,9 @@ defmodule SocketApi.Connection do
   def handle_info({:tcp_error, socket, _reason}, %{socket: socket} = state),
     do: {:stop, :normal, state}
 
-  def handle_info({:channel_reply, topic, ref, items}, state) do
-    send_text(state, Protocol.reply(ref, topic, items))
+  # A channel's reply, already encoded: only written to the socket here.
+  def handle_info({:socket_push, payload}, state) do
+    send_text(state, payload)
     {:noreply, state}
   end
 

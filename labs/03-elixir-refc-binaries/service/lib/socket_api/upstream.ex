@@ -3,31 +3,57 @@ defmodule SocketApi.Upstream do
   Simulated upstream services (profiles, activity, attachments) that a `list_items`
   request fans out to, one batch call per service.
 
-  Each returns, per item, a response body of the size configured for that service:
-  kilobytes, like a real JSON document fetched over HTTP. Bodies over 64 bytes are
-  reference-counted binaries on the BEAM's shared binary heap; a process holds only a
-  small reference to each.
+  Each returns, per item, a JSON document of the size configured for that service, as
+  the body of an HTTP response would arrive: one fresh binary per document. Binaries
+  over 64 bytes are reference-counted and live off the process heap; a process that
+  holds one (or any part of one) holds a small reference to the whole of it.
+
+  A document:
+
+      {"id":7,"service":"profiles","etag":"<40 hex digits>","summary":"...","detail":"..."}
+
+  `summary` is a quarter of the document, the part a `list_items` reply shows;
+  `detail` fills the rest. `etag` names the document's version (a SHA-1 in hex, 40 bytes); it changes every 20 s.
   """
 
-  # 64 printable bytes, so a body needs no escaping when it is encoded as JSON.
+  # 64 printable bytes, so that no string needs escaping in JSON.
   @filler "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_"
 
-  @doc "One body per id from `service`, after the service's configured latency."
+  @version_s 20
+
+  @doc "One document per id from `service`, after the service's configured latency."
   @spec fetch_many(atom(), [pos_integer()]) :: [binary()]
   def fetch_many(service, ids) do
     size = Keyword.fetch!(Application.fetch_env!(:socket_api, :upstreams), service)
     Process.sleep(Application.fetch_env!(:socket_api, :upstream_latency_ms))
-    Enum.map(ids, &body(service, &1, size))
+    Enum.map(ids, &document(service, &1, size))
   end
 
   @spec services() :: [atom()]
   def services, do: Keyword.keys(Application.fetch_env!(:socket_api, :upstreams))
 
-  # A fresh binary per call, as a socket read or a JSON decode would produce.
-  defp body(service, id, size) do
-    prefix = "#{service}:#{id}:"
-    repeats = div(size - byte_size(prefix), byte_size(@filler)) + 1
-    filler = :binary.part(:binary.copy(@filler, repeats), 0, size - byte_size(prefix))
-    IO.iodata_to_binary([prefix, filler])
+  defp document(service, id, size) do
+    name = Atom.to_string(service)
+    # A document changes every @version_s seconds, and so does its etag.
+    version = div(System.system_time(:second), @version_s)
+    etag = Base.encode16(:crypto.hash(:sha, "#{name}/#{id}/#{version}"), case: :lower)
+    head = ~s({"id":#{id},"service":"#{name}","etag":"#{etag}","summary":")
+    summary_size = div(size, 4)
+    detail_size = max(size - byte_size(head) - summary_size - byte_size(~s(","detail":"")) - 2, 0)
+
+    IO.iodata_to_binary([
+      head,
+      text(name, id, summary_size),
+      ~s(","detail":"),
+      text(name, id, detail_size),
+      ~s("})
+    ])
+  end
+
+  # `size` printable bytes that start with the service and id.
+  defp text(name, id, size) do
+    prefix = "#{name}:#{id}:"
+    repeats = div(size, byte_size(@filler)) + 1
+    :binary.part(prefix <> :binary.copy(@filler, repeats), 0, size)
   end
 end
