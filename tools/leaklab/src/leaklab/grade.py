@@ -359,6 +359,7 @@ def _measure(
         dest=dest,
         name="graded",
         adaptive=how.adaptive,
+        adaptive_self_driving=how.adaptive,
     )
     mine = None
     for attempt in range(1 + how.retries):

@@ -13,7 +13,8 @@ series `load_<name>` and enforces a hard deadline in case the program does not s
 An adaptive run may end the load early with SIGTERM: the program then stops sending,
 lets requests in flight finish briefly and prints its final line, as at the end of its
 duration (its exit status is not checked then: lab 03's load exits 1 when interrupted). A
-self-driving client does the same, and also stops waiting for its backlog to drain.
+self-driving client does the same in a grade, and also stops waiting for its backlog to
+drain (`leaklab run` shows such a client's run whole).
 The course's Go load programs get all of this from one module, the load kit
 (`labs/loadkit`, whose package doc is the protocol's reference); `build.build_load`
 builds each load beside it.

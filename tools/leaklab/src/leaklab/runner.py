@@ -76,6 +76,9 @@ class RunOptions:
     # Look at the verdict every few seconds and stop the load once it is decided
     # (`leaklab.sequential`); off for captures, which publish the whole run.
     adaptive: bool = False
+    # A self-driving client's run is also cut short (a grade, always the standard
+    # workload); `leaklab run` shows it whole: its drain, a burst, `--linger-s`.
+    adaptive_self_driving: bool = False
     extras: tuple[str, ...] = ()  # `[build.extras]` steps to build too (`--with`)
 
 
@@ -357,9 +360,11 @@ def _drive(
 
 
 def _watch_for(setup: Setup) -> Watch | None:
-    """The looks of an adaptive run. A load program and a self-driving client alike stop
-    on SIGTERM once a look decides (the client also cuts the drain of its backlog)."""
-    if not setup.opts.adaptive:
+    """The looks of an adaptive run. A load program stops on SIGTERM once a look decides;
+    so does a self-driving client (and it cuts the drain of its backlog), but only where
+    the workload is the standard one: in a grade (`adaptive_self_driving`)."""
+    opts = setup.opts
+    if not opts.adaptive or not (setup.driving.listens or opts.adaptive_self_driving):
         return None
     a = setup.lab.analysis
     return Watch(a, plan(a.warmup_s, setup.duration_s, a.look_every_s))
