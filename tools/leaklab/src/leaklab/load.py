@@ -80,7 +80,11 @@ class LoadProgram:
 
     def ask_to_stop(self) -> None:
         """SIGTERM to the program alone: it stops sending, waits briefly for requests in
-        flight and prints its final line, as at the end of its duration."""
+        flight and prints its final line, as at the end of its duration. Once: a second
+        signal means "now" to a program that handles Ctrl-C the usual way (lab 02's
+        producer then exits at once, without its final line)."""
+        if self.result.asked_to_stop:
+            return
         if self._child is not None and self._child.poll() is None:
             self.result.asked_to_stop = True
             os.killpg(self._child.pid, signal.SIGTERM)  # its own process group
