@@ -342,8 +342,6 @@ def _drive(
             live.update(time.monotonic() - t0, load.result.last)
             if watch is not None and watch.due(time.monotonic() - t0, final_in_loop):
                 _look(setup, watch, recorder, t0, load)
-                if watch.finished:
-                    load.ask_to_stop()
             time.sleep(0.25)
         result = load.finish(deadline)
         t_load_end = time.monotonic()
@@ -371,8 +369,10 @@ def _watch_for(setup: Setup) -> Watch | None:
 
 
 def _look(setup: Setup, watch: Watch, recorder: Recorder, t0: float, load: LoadProgram) -> None:
+    """One look; the load stops once the looks are over (one decided, or the last one,
+    taken in the run for a self-driving client, was taken)."""
     decision = watch.look(recorder.snapshot(), t0)
-    if decision.decided:
+    if watch.finished:
         setup.log(f"{decision}: stopping the load")
         load.ask_to_stop()
     else:
@@ -561,8 +561,7 @@ def _check_self_driving(lab: Lab, result: LoadResult, service_log: Path) -> None
             f"it was killed (log: {service_log})",
             "use a smaller workload (--param), or raise [service] max_s in lab.toml",
         )
-    stopped_as_asked = result.asked_to_stop and bool(result.final)
-    if (result.exit_code != 0 and not stopped_as_asked) or not result.final:
+    if (result.exit_code != 0 and not result.asked_to_stop) or not result.final:
         problem = (
             f"exited with code {result.exit_code}"
             if result.exit_code != 0
