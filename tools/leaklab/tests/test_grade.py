@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import git, publish
+from test_base import REGRESSION_PATCH
 
 from leaklab import diff
 from leaklab import grade as grade_module
@@ -91,6 +92,30 @@ def test_a_fix_that_slows_the_load_fails_a_check(graded_repo: Path) -> None:
     assert result.verdict == "flat"  # the symptom is gone...
     assert result.stage == "checks"  # ...but the service no longer does its job
     assert not result.checks[0].passed and "load.ok" in result.checks[0].detail
+
+
+def test_a_grade_measures_the_tree_it_tested_and_builds_it_once(graded_repo: Path) -> None:
+    """The run starts the tree the gate built and tested (the learner's, with the
+    course's tests and the solution's regression test in it), not a second build of the
+    learner's tree without them."""
+    solution = graded_repo / "solutions" / "90-fake"
+    (solution / "02-regression-test.patch").write_text(REGRESSION_PATCH)
+    toml = graded_repo / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(
+        toml.read_text().replace(
+            'patches = ["01-forget.patch"]',
+            'patches = ["01-forget.patch", "02-regression-test.patch"]\n'
+            'regression_tests = ["test_regression.py"]',
+        )
+    )
+    publish(graded_repo, "a regression test")
+    server = graded_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text().replace("HELD.append(body)", "pass  # fixed"))
+    lines: list[str] = []
+    result = grade(load_lab("90", graded_repo), "mine", log=lines.append)
+    assert result.passed, result.reason
+    builds = [line for line in lines if ": building " in line and " load: " not in line]
+    assert len(builds) == 1, lines
 
 
 def test_changes_outside_the_service_are_ignored_committed_or_not(graded_repo: Path) -> None:

@@ -360,6 +360,7 @@ def _measure(
         name="graded",
         adaptive=how.adaptive,
         adaptive_self_driving=how.adaptive,
+        course_tests=True,
     )
     mine = None
     for attempt in range(1 + how.retries):

@@ -80,6 +80,10 @@ class RunOptions:
     # workload); `leaklab run` shows it whole: its drain, a burst, `--linger-s`.
     adaptive_self_driving: bool = False
     extras: tuple[str, ...] = ()  # `[build.extras]` steps to build too (`--with`)
+    # A grade runs the tree its gate built and tested: the learner's with the course's
+    # tests in place of their own (`materialise`). The service is the same either way;
+    # one tree is one build, where two cost a second sbt build per grade.
+    course_tests: bool = False
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,9 @@ def prepare(
     params = {**lab.params, **(opts.params or {})}
     driving = driving_for(lab)
     driving.duration_s(lab, params)  # a bad --duration fails before a long build, not after
-    built = build_variant(lab, opts.variant, log, extras=opts.extras)
+    built = build_variant(
+        lab, opts.variant, log, course_tests=opts.course_tests, extras=opts.extras
+    )
     load_built = build_load(lab, log) if with_load and driving.listens else None
     port = opts.port or free_port()
     if opts.port and port_in_use(port):
