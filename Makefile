@@ -25,7 +25,7 @@ demo: setup ## the main job: lab 01 broken vs fixed, table + plot
 # processes never build the same tree at once: build.py locks each build). The leak tests
 # measure memory under load and run one at a time, alone on the machine.
 test: setup-all lint ## the whole test suite (what CI runs)
-	@$(PYTEST) tools/leaklab -m "not leak" -q -n 2 --durations=15
+	@$(PYTEST) tools/leaklab -m "not leak" -q -n 2 --dist loadgroup --durations=15
 	@$(PYTEST) tools/leaklab -m leak -q --durations=0
 
 lint: setup-all ## ruff and mypy on the harness; go vet and gofmt on the Go labs (and the load tests); cargo fmt and clippy on the Rust labs

@@ -127,3 +127,19 @@ def broken_grows_fixed_stays_flat(lab: Lab) -> tuple[RunResult, RunSummary, RunS
     assert b.verdict == "grows", b
     assert f.verdict == "flat", f
     return broken, b, f
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A lab whose toolchain keeps one cache for all its builds (cargo: `touch_sources`)
+    builds one tree at a time (`leaklab.build`'s lock per lab), so two workers on its
+    trees take turns, one of them idle. With `--dist loadgroup` (make test) its tests
+    that build go to one worker, one after another; elsewhere the mark does nothing."""
+    from leaklab.spec import lab_slugs, load_lab
+
+    shared = [slug for slug in lab_slugs() if load_lab(slug).build.touch_sources]
+    for item in items:
+        for slug in shared:
+            if (slug in item.nodeid or f"[{slug[:2]}]" in item.nodeid) and (
+                "notebook" not in item.nodeid
+            ):
+                item.add_marker(pytest.mark.xdist_group(slug))
