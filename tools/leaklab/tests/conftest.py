@@ -129,6 +129,7 @@ def broken_grows_fixed_stays_flat(lab: Lab) -> tuple[RunResult, RunSummary, RunS
     return broken, b, f
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A lab whose toolchain keeps one cache for all its builds (cargo: `touch_sources`)
     builds one tree at a time (`leaklab.build`'s lock per lab), so two workers on its
