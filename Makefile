@@ -24,8 +24,8 @@ demo: setup ## the main job: lab 01 broken vs fixed, table + plot
 # The quick tests run on two workers (builds and notebooks keep both cores busy; two
 # processes never build the same tree at once: build.py locks each build). Lab 02's trees
 # share one cargo cache and so one lock: its tests go to one worker (--dist loadgroup, the
-# mark is set in tests/conftest.py). A third worker was tried: 18 min instead of 20, and
-# two Ctrl-C tests timed out. The leak tests measure memory under load and run one at a
+# mark is set in tests/conftest.py). A third worker was tried once: two of the harness's
+# Ctrl-C tests timed out on the busier machine. The leak tests measure memory under load and run one at a
 # time, alone on the machine.
 test: setup-all lint ## the whole test suite (what CI runs)
 	@$(PYTEST) tools/leaklab -m "not leak" -q -n 2 --dist loadgroup --durations=15
