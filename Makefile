@@ -25,8 +25,8 @@ demo: setup ## the main job: lab 01 broken vs fixed, table + plot
 # processes never build the same tree at once: build.py locks each build). Lab 02's trees
 # share one cargo cache and so one lock: its tests go to one worker (--dist loadgroup, the
 # mark is set in tests/conftest.py). A third worker was tried once: two of the harness's
-# Ctrl-C tests timed out on the busier machine. The leak tests measure memory under load and run one at a
-# time, alone on the machine.
+# Ctrl-C tests timed out on the busier machine. The leak tests measure memory under load
+# and run one at a time, alone on the machine.
 test: setup-all lint ## the whole test suite (what CI runs)
 	@$(PYTEST) tools/leaklab -m "not leak" -q -n 2 --dist loadgroup --durations=15
 	@$(PYTEST) tools/leaklab -m leak -q --durations=0
