@@ -208,10 +208,12 @@ def _bartlett_se(design: np.ndarray, resid: np.ndarray, lags: int) -> float:
     return math.sqrt(float((bread @ meat @ bread)[1, 1]))
 
 
-def series_fit(ds: Dataset, series: str, warmup_s: float) -> Fit | None:
+def series_fit(ds: Dataset, series: str, warmup_s: float, level: float = 0.95) -> Fit | None:
     frame = ds.series(series)
     window = steady_window(frame, warmup_s, load_seconds(ds))
-    return fit_slope(window["t_s"].to_numpy(), window["value"].to_numpy(), scale(series)[0])
+    return fit_slope(
+        window["t_s"].to_numpy(), window["value"].to_numpy(), scale(series)[0], level=level
+    )
 
 
 def load_seconds(ds: Dataset) -> float:
