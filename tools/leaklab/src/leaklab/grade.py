@@ -416,8 +416,7 @@ def _judge(
                 "cross-check",
                 f"{name} reads flat ({fit} {unit}) but the process's RSS, measured by the "
                 f"harness, grows: {rss} MB/min at {100 * level:.2f}%, lower bound above "
-                f"{spec.rss_grows_above:g}; "
-                f"the two series disagree",
+                f"{spec.rss_grows_above:g}; the two series disagree",
             )
     result.stage = "checks"
     failed = [c for c in result.checks if not c.passed]
