@@ -23,8 +23,10 @@ demo: setup ## the main job: lab 01 broken vs fixed, table + plot
 
 # The quick tests run on two workers (builds and notebooks keep both cores busy; two
 # processes never build the same tree at once: build.py locks each build). Lab 02's trees
-# share one cargo cache and so one lock: its tests go to one worker (--dist loadgroup, the
-# mark is set in tests/conftest.py). A third worker was tried once: two of the harness's
+# share one cargo cache and so one lock, and lab 01's first `go test -race` compiles the
+# race-built standard library: each lab's building tests go to one worker (--dist
+# loadgroup; tests/conftest.py sets the groups and stops if xdist did not apply them).
+# A third worker was tried once: two of the harness's
 # Ctrl-C tests timed out on the busier machine. The leak tests measure memory under load
 # and run one at a time, alone on the machine.
 test: setup-all lint ## the whole test suite (what CI runs)
