@@ -81,8 +81,8 @@ bench: setup ## per-operation view of lab 01: go test -bench, broken vs fixed (b
 	@.venv/bin/leaklab bench $(LAB)
 
 N ?= 10
-bench-grader: setup ## how often the grader is wrong: grade broken and fixed N times (make bench-grader LAB=03 N=10)
-	@.venv/bin/python tools/leaklab/benchmarks/grader_error_rate.py $(LAB) --rounds $(N)
+bench-grader: setup ## how often the grader is wrong: grade broken and fixed N times (make bench-grader LAB=03 N=10 [CASE=a grading case])
+	@.venv/bin/python tools/leaklab/benchmarks/grader_error_rate.py $(LAB) --rounds $(N) $(if $(CASE),--case $(CASE))
 
 grade: setup ## grade your fix in labs/NN/service: make grade LAB=01
 	@$(LEAKLAB) grade $(LAB)

@@ -12,6 +12,10 @@ time (build from cache, unit tests, start-up, load).
     make bench-grader LAB=03 N=10
     .venv/bin/python tools/leaklab/benchmarks/grader_error_rate.py 03 --rounds 10
 
+`--case NAME` grades one of the lab's grading cases instead (tests/grading/<lab>/pass or
+fail/NAME.patch: a different valid fix, or a wrong one), where a wrong verdict is the
+opposite of its folder's: how often is a learner's own valid fix failed?
+
 Writes .leaklab/reports/grader-<lab>.json. A benchmark, not a test: it takes
 N x (two grades) of machine time, and its figures belong in the lab's README.
 """
@@ -31,9 +35,20 @@ from scipy import stats
 
 from leaklab.grade import grade
 from leaklab.paths import work_dir
-from leaklab.spec import load_lab
+from leaklab.spec import Lab, load_lab
+from leaklab.variants import PATCH_PREFIX
 
 EXPECTED = {"broken": False, "fixed": True}  # does the grade pass?
+GRADING = Path(__file__).resolve().parents[1] / "tests" / "grading"
+
+
+def grading_case(lab: Lab, name: str) -> tuple[str, bool]:
+    """The variant that grades grading case `name`, and whether it should pass."""
+    for folder, should_pass in (("pass", True), ("fail", False)):
+        patch = GRADING / lab.slug / folder / f"{name}.patch"
+        if patch.is_file():
+            return f"{PATCH_PREFIX}{patch}", should_pass
+    raise SystemExit(f"no grading case {name!r} in {GRADING / lab.slug}/pass or fail")
 
 
 def upper_bound(wrong: int, n: int, confidence: float = 0.95) -> float:
@@ -59,6 +74,7 @@ def main() -> None:
     parser.add_argument(
         "--variant", choices=sorted(EXPECTED), help="grade only this one (default: both)"
     )
+    parser.add_argument("--case", help="grade this grading case instead (its file name)")
     parser.add_argument(
         "--lock",
         help="a file to flock around each grade, so the benchmark takes turns with other "
@@ -67,27 +83,37 @@ def main() -> None:
     args = parser.parse_args()
     lab = load_lab(args.lab)
     report: dict[str, dict[str, object]] = {}
-    for variant, should_pass in EXPECTED.items():
-        if args.variant and variant != args.variant:
-            continue
+    plan = (
+        {args.case: grading_case(lab, args.case)}
+        if args.case
+        else {
+            variant: (variant, should_pass)
+            for variant, should_pass in EXPECTED.items()
+            if not args.variant or variant == args.variant
+        }
+    )
+    for label, (variant, should_pass) in plan.items():
         wrong, seconds, walls, verdicts = 0, [], [], []
         for k in range(args.rounds):
             with _turn(args.lock):
                 started = time.monotonic()
                 result = grade(lab, variant, log=lambda _: None)
                 walls.append(time.monotonic() - started)
-            right = result.passed if should_pass else result.verdict == "grows"
+            if args.case:
+                right = result.passed == should_pass
+            else:
+                right = result.passed if should_pass else result.verdict == "grows"
             wrong += not right
             verdicts.append(f"{result.verdict} ({result.stage})")
             if result.load_s is not None:  # the last run's; a repeated run counts twice
                 seconds.append(result.load_s * result.attempts)
             print(
-                f"{variant} {k + 1}/{args.rounds}: {'pass' if result.passed else 'fail'}, "
+                f"{label} {k + 1}/{args.rounds}: {'pass' if result.passed else 'fail'}, "
                 f"{result.verdict}, {result.attempts} run(s), {walls[-1]:.0f} s; "
                 f"{result.decided or 'whole run'}",
                 flush=True,
             )
-        report[variant] = {
+        report[label] = {
             "rounds": args.rounds,
             "wrong": wrong,
             "wrong_rate_upper_95": round(upper_bound(wrong, args.rounds), 3),
@@ -97,13 +123,13 @@ def main() -> None:
             "grade_s_worst": round(max(walls), 1),
             "verdicts": verdicts,
         }
-        figures = report[variant]
+        figures = report[label]
         print(
-            f"{variant}: {wrong} wrong of {args.rounds} "
+            f"{label}: {wrong} wrong of {args.rounds} "
             f"(95% upper bound {figures['wrong_rate_upper_95']:.0%}); load to a verdict "
             f"median {figures['load_s_median']} s, worst {figures['load_s_worst']} s"
         )
-    suffix = f"-{args.variant}" if args.variant else ""
+    suffix = f"-{args.case or args.variant}" if args.case or args.variant else ""
     out = work_dir(lab.root) / "reports" / f"grader-{lab.slug}{suffix}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n")
