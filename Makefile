@@ -26,9 +26,9 @@ demo: setup ## the main job: lab 01 broken vs fixed, table + plot
 # share one cargo cache and so one lock, and lab 01's first `go test -race` compiles the
 # race-built standard library: each lab's building tests go to one worker (--dist
 # loadgroup; tests/conftest.py sets the groups and stops if xdist did not apply them).
-# A third worker was tried once: two of the harness's
-# Ctrl-C tests timed out on the busier machine. The leak tests measure memory under load
-# and run one at a time, alone on the machine.
+# A third worker was tried once: two of the harness's Ctrl-C tests timed out on the
+# busier machine. The leak tests measure memory under load and run one at a time, alone
+# on the machine.
 test: setup-all lint ## the whole test suite (what CI runs)
 	@$(PYTEST) tools/leaklab -m "not leak" -q -n 2 --dist loadgroup --durations=15
 	@$(PYTEST) tools/leaklab -m leak -q --durations=0
