@@ -93,6 +93,38 @@ def test_a_stale_record_is_caught_by_dev_check(fake_repo: Path) -> None:
     problems = dev._lock_problems(fake_repo)
     assert len(problems) == 1 and "leaklab dev lock" in problems[0]
     dev.lock(fake_repo)
+    git(fake_repo, "commit", "-qam", "the edit and its record")
+    assert dev._lock_problems(fake_repo) == []
+
+
+def test_a_tracked_file_an_ignore_rule_matches_stays_in_the_record(
+    fake_repo: Path, tmp_path: Path
+) -> None:
+    """A captured profile is committed with `git add -f` although .gitignore matches its
+    name (a failing test writes one in the service). The record must be the tree that
+    was committed, or only the maintainer's clone holds it: a clone that copies objects
+    over the wire (CI's; `--no-local` here) must find and build `broken`."""
+    (fake_repo / ".gitignore").write_text("profile.json\n")
+    (fake_repo / "labs" / "90-fake" / "profile.json").write_text("{}\n")
+    git(fake_repo, "add", "-f", "labs/90-fake/profile.json")
+    publish(fake_repo, "a captured profile")
+    assert dev._lock_problems(fake_repo) == []
+    recorded = base.read_lock(fake_repo)["90-fake"]["lab"]
+    assert recorded == base.committed_tree(fake_repo, "labs/90-fake")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", "--no-local", str(fake_repo), str(clone)], check=True)
+    assert dev._lock_problems(clone) == []
+    materialise(load_lab("90", clone), "broken", tmp_path / "broken")
+    assert (tmp_path / "broken" / "server.py").is_file()
+
+
+def test_a_record_that_head_does_not_commit_is_caught_by_dev_check(fake_repo: Path) -> None:
+    server = fake_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text() + "# locked, never committed\n")
+    dev.lock(fake_repo)
+    problems = dev._lock_problems(fake_repo)
+    assert problems and all("HEAD does not commit" in p for p in problems)
+    git(fake_repo, "commit", "-qam", "the edit and its record")
     assert dev._lock_problems(fake_repo) == []
 
 

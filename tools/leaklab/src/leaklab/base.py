@@ -199,6 +199,19 @@ def _has_tree(root: Path, tree: str) -> bool:
     return result.returncode == 0
 
 
+def committed_tree(root: Path, folder: str) -> str:
+    """The tree id of `folder` in the HEAD commit, "" when HEAD has no such folder."""
+    need_git()
+    result = subprocess.run(
+        ["git", "rev-parse", "-q", "--verify", f"HEAD:{folder}"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
 def working_trees(root: Path, slugs: list[str]) -> dict[str, dict[str, str]]:
     """The tree ids each lab's folders would have if committed as they are now."""
     return {
@@ -213,10 +226,17 @@ def working_shared(root: Path) -> dict[str, str]:
 
 
 def _working_tree_ids(root: Path, folders: dict[str, str]) -> dict[str, str]:
-    """The tree id of each folder (by key) as it is now, "" for a missing one (git's
-    ignore rules apply): a temporary index, so the real one is never touched."""
+    """The tree id of each folder (by key) as `git add --all` would commit it now, ""
+    for a missing one. The temporary index starts as a copy of the real one (which is
+    never touched): from an empty index, a tracked file that an ignore rule matches
+    would be left out, and the recorded tree would exist only in this clone's object
+    store, never in a commit another clone receives."""
     with tempfile.TemporaryDirectory() as tmp:
-        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        index = Path(tmp) / "index"
+        real = root / git(root, "rev-parse", "--git-path", "index")
+        if real.is_file():
+            shutil.copyfile(real, index)
+        env = {"GIT_INDEX_FILE": str(index)}
         out = {}
         for key, rel in folders.items():
             if not (root / rel).is_dir():

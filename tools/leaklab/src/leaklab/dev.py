@@ -1,10 +1,11 @@
 """`leaklab dev`: the maintainers' commands that keep the course consistent.
 
 `lock` records each lab's published trees (`leaklab.base`); `check` proves the course
-agrees with itself: the record matches the files, every published tree is committed,
-every solution stage materialises (its patches apply in order), and every lab has its
-README (with the manifest's hints), notebook, deck, datasets, grading cases, a row in
-the course map, a classroom grading step and a regression test named by its fix.
+agrees with itself: the record matches the files, every recorded tree is the one HEAD
+commits (so every clone has it, not only the maintainer's), every solution stage
+materialises (its patches apply in order), and every lab has its README (with the
+manifest's hints), notebook, deck, datasets, grading cases, a row in the course map, a
+classroom grading step and a regression test named by its fix.
 """
 
 from __future__ import annotations
@@ -63,7 +64,22 @@ def _lock_problems(root: Path) -> list[str]:
             base.find(root, slug)
         except LeakLabError as exc:
             problems.append(f"{exc.what}: commit the lab, then `leaklab dev lock`")
+            continue
+        folders = {f"{folder}/{slug}": now[slug][key] for key, folder in base.FOLDERS.items()}
+        problems += _uncommitted(root, folders)
+    problems += _uncommitted(root, {f"labs/{name}": tree for name, tree in shared.items()})
     return problems
+
+
+def _uncommitted(root: Path, recorded: dict[str, str]) -> list[str]:
+    """A recorded tree must be the one HEAD commits: a tree present only in this clone's
+    object store (never committed) is missing from every other clone, CI's included."""
+    return [
+        f"{base.LOCK} records a tree for {folder} that HEAD does not commit: commit "
+        "everything, then `leaklab dev lock` and commit the result"
+        for folder, tree in recorded.items()
+        if tree and base.committed_tree(root, folder) != tree
+    ]
 
 
 def _stage_problems(lab: Lab) -> list[str]:
