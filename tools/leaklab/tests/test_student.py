@@ -17,7 +17,7 @@ import yaml
 from conftest import git
 
 from leaklab import base, diff
-from leaklab.spec import load_lab
+from leaklab.spec import lab_slugs, load_lab
 from leaklab.variants import materialise
 
 REPO = Path(__file__).resolve().parents[3]
@@ -35,12 +35,24 @@ def template_copy(dest: Path) -> Path:
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / name, dest / name)
     git(dest, "init", "-q")
-    git(dest, "add", ".")
+    # -f: the template has every tracked file, those an ignore rule matches included.
+    git(dest, "add", "-f", ".")
     git(dest, "commit", "-q", "-m", "Initial commit")
     # The workflow's setup-command installed lab 01's toolchain: this machine has it.
     (dest / ".leaklab" / "setup").mkdir(parents=True)
     (dest / ".leaklab" / "setup" / "lab-01").touch()
     return dest
+
+
+def test_every_published_tree_is_in_a_template_copy(tmp_path: Path) -> None:
+    """A template copy has the tracked files in one new commit and none of the course's
+    other objects: every tree labs/base.toml records must be among them, or `broken`,
+    `diff` and `grade` fail in every student's repository (and in CI's clone)."""
+    student = template_copy(tmp_path / "student")
+    for slug in lab_slugs(student):
+        found = base.find(student, slug)
+        for key in base.FOLDERS:
+            assert found.tree(key) == base.committed_tree(student, f"{base.FOLDERS[key]}/{slug}")
 
 
 def classroom_command(number: str) -> list[str]:
