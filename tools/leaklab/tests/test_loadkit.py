@@ -45,5 +45,5 @@ def test_a_load_is_built_with_the_kit_and_a_grade_with_the_published_one(fake_re
     assert graded.key == first.key and (graded.out / "kit.txt").read_text() == "v1\n"
     assert ignored_changes(published, "mine") == ["labs/loadkit/kit.txt"]
 
-    dev.lock(fake_repo)
+    publish(fake_repo, "the kit's edit, locked")
     assert dev._lock_problems(fake_repo) == []

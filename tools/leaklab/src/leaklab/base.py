@@ -230,12 +230,14 @@ def _working_tree_ids(root: Path, folders: dict[str, str]) -> dict[str, str]:
     for a missing one. The temporary index starts as a copy of the real one (which is
     never touched): from an empty index, a tracked file that an ignore rule matches
     would be left out, and the recorded tree would exist only in this clone's object
-    store, never in a commit another clone receives."""
+    store, never in a commit another clone receives. The copy keeps the index's mtime:
+    git trusts a file's cached stat data unless the file changed within the second the
+    index was written, and a fresh mtime would hide such an edit (racy git)."""
     with tempfile.TemporaryDirectory() as tmp:
         index = Path(tmp) / "index"
         real = root / git(root, "rev-parse", "--git-path", "index")
         if real.is_file():
-            shutil.copyfile(real, index)
+            shutil.copy2(real, index)
         env = {"GIT_INDEX_FILE": str(index)}
         out = {}
         for key, rel in folders.items():
