@@ -192,18 +192,19 @@ def find(root: Path, slug: str) -> Base:
 
 
 def _has_tree(root: Path, tree: str) -> bool:
-    need_git()
-    result = subprocess.run(
-        ["git", "cat-file", "-e", f"{tree}^{{tree}}"], cwd=root, capture_output=True, check=False
-    )
-    return result.returncode == 0
+    return _resolve(root, f"{tree}^{{tree}}") != ""
 
 
 def committed_tree(root: Path, folder: str) -> str:
     """The tree id of `folder` in the HEAD commit, "" when HEAD has no such folder."""
+    return _resolve(root, f"HEAD:{folder}")
+
+
+def _resolve(root: Path, rev: str) -> str:
+    """The object id `rev` names, "" when this repository has no such object."""
     need_git()
     result = subprocess.run(
-        ["git", "rev-parse", "-q", "--verify", f"HEAD:{folder}"],
+        ["git", "rev-parse", "-q", "--verify", rev],
         cwd=root,
         capture_output=True,
         text=True,

@@ -46,11 +46,15 @@ def _lock_problems(root: Path) -> list[str]:
         return [str(exc)]
     now = base.working_trees(root, slugs)
     shared = base.read_shared(root)
-    problems = [
-        f"{base.LOCK} does not match labs/{name}: run `leaklab dev lock` and commit the result"
-        for name, tree in base.working_shared(root).items()
-        if shared[name] != tree
-    ]
+    problems = []
+    for name, tree in base.working_shared(root).items():
+        if shared[name] != tree:
+            problems.append(
+                f"{base.LOCK} does not match labs/{name}: run `leaklab dev lock` and commit "
+                "the result"
+            )
+        else:
+            problems += _uncommitted(root, {f"labs/{name}": tree})
     for slug in sorted(set(recorded) - set(slugs)):
         problems.append(f"{base.LOCK} records {slug}, which has no labs/{slug}/lab.toml")
     for slug in slugs:
@@ -59,21 +63,18 @@ def _lock_problems(root: Path) -> list[str]:
                 f"{base.LOCK} does not match labs/{slug} (or its solution or datasets): "
                 "run `leaklab dev lock` and commit the result"
             )
-            continue
-        try:
-            base.find(root, slug)
-        except LeakLabError as exc:
-            problems.append(f"{exc.what}: commit the lab, then `leaklab dev lock`")
-            continue
-        folders = {f"{folder}/{slug}": now[slug][key] for key, folder in base.FOLDERS.items()}
-        problems += _uncommitted(root, folders)
-    problems += _uncommitted(root, {f"labs/{name}": tree for name, tree in shared.items()})
+        else:
+            trees = recorded[slug]
+            problems += _uncommitted(
+                root, {f"{folder}/{slug}": trees[key] for key, folder in base.FOLDERS.items()}
+            )
     return problems
 
 
 def _uncommitted(root: Path, recorded: dict[str, str]) -> list[str]:
     """A recorded tree must be the one HEAD commits: a tree present only in this clone's
-    object store (never committed) is missing from every other clone, CI's included."""
+    object store (never committed) is missing from every other clone, CI's included.
+    (A tree HEAD commits is in the store, so this also covers `base.find`'s check.)"""
     return [
         f"{base.LOCK} records a tree for {folder} that HEAD does not commit: commit "
         "everything, then `leaklab dev lock` and commit the result"
