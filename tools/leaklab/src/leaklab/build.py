@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from leaklab import toolchains
 from leaklab.base import IGNORED_NAMES, SHARED
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
@@ -154,9 +155,9 @@ def run_commands(
                     f"{argv[0]} is not installed", "run scripts/setup, then leaklab doctor"
                 )
             with ProcessGroup() as group:
-                child = group.start(
-                    argv, cwd=cwd, env=dict(cmd.env), stdout=sink, stderr=subprocess.STDOUT
-                )
+                # The pinned Go (toolchains.py), below what the command sets itself.
+                env = toolchains.env() | dict(cmd.env)
+                child = group.start(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT)
                 try:
                     code = child.wait(timeout=timeout_s)
                 except subprocess.TimeoutExpired:

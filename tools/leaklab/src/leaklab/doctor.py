@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 from rich.markup import escape
 
+from leaklab import toolchains
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.procs import free_port, ledger_folder, reap
@@ -65,7 +66,14 @@ TOOLS = (
     Tool("git", ("git", "--version"), (2, 30), "apt-get install git"),
     Tool("python3", ("python3", "--version"), (3, 11), "install Python 3.11+ (pyenv or apt)"),
     Tool("uv", ("uv", "--version"), (0, 4), "pip install uv (scripts/setup does this)"),
-    Tool("go", ("go", "version"), (1, 24), "install Go 1.24+ from go.dev/dl", required=False),
+    # `go version` runs with the harness's GOTOOLCHAIN, so it reports the Go the labs use.
+    Tool(
+        "go",
+        ("go", "version"),
+        (1, 27, 3),
+        f"install Go 1.21+ (go.dev/dl), then scripts/setup selects {toolchains.GO_TOOLCHAIN}",
+        required=False,
+    ),
     Tool("cargo", ("cargo", "--version"), (1, 80), "install Rust with rustup", required=False),
     Tool("java", ("java", "-version"), (17,), JDK_FIX, required=False, provides=("jcmd", "jfr")),
     Tool(
@@ -93,7 +101,10 @@ def version_of(argv: tuple[str, ...]) -> tuple[tuple[int, ...], str] | None:
     if shutil.which(argv[0]) is None:
         return None
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        env = os.environ | toolchains.env()  # what the harness's own commands see
+        result = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=30, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = (result.stdout + result.stderr).strip()
