@@ -4,10 +4,13 @@ commands run on it even from a shell that selects another Go."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+import yaml
+from test_devcontainer import strip_jsonc
 
 from leaklab import toolchains
 from leaklab.build import run_commands
@@ -70,3 +73,83 @@ def test_a_command_s_own_environment_wins(tmp_path: Path, monkeypatch: pytest.Mo
     command = Command(("sh", "-c", "echo GOTOOLCHAIN=$GOTOOLCHAIN"), {"GOTOOLCHAIN": "local"})
     run_commands([command], tmp_path, {}, log)
     assert "GOTOOLCHAIN=local\n" in log.read_text()
+
+
+def workflow_steps() -> list[dict[str, object]]:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+    return [step for job in workflow["jobs"].values() for step in job["steps"]]
+
+
+def step_with(action: str) -> dict[str, str]:
+    found = [s for s in workflow_steps() if str(s.get("uses", "")).startswith(f"{action}@")]
+    assert len(found) == 1, f"ci.yml: one {action} step"
+    with_ = found[0].get("with", {})
+    assert isinstance(with_, dict)
+    return {k: str(v) for k, v in with_.items()}
+
+
+def devcontainer_features() -> dict[str, dict[str, str]]:
+    text = (ROOT / ".devcontainer" / "devcontainer.json").read_text()
+    features = json.loads(strip_jsonc(text))["features"]
+    return {key.split("/")[-1].split(":")[0]: opts for key, opts in features.items()}
+
+
+def test_ci_and_the_devcontainer_install_the_same_toolchains() -> None:
+    features = devcontainer_features()
+    assert step_with("actions/setup-go")["go-version"] == GO.removeprefix("go")
+    assert features["go"]["version"] == GO.removeprefix("go")
+    java = step_with("actions/setup-java")
+    assert java["java-version"] == features["java"]["version"] == str(toolchains.JAVA_MAJOR)
+    assert java["distribution"] == "temurin" and features["java"]["jdkDistro"] == "tem"
+    node = step_with("actions/setup-node")["node-version"]
+    assert node == features["node"]["version"] and int(node) >= 22
+    # Debian's own Python: the feature would otherwise compile CPython from source
+    assert features["python"] == {"version": "os-provided", "installTools": False}
+
+
+def test_ci_uses_current_action_majors_and_no_unpinned_third_party_action() -> None:
+    majors = {"checkout": 7, "setup-python": 7, "setup-go": 6, "setup-java": 6, "setup-node": 7}
+    majors["cache"] = 6
+    for step in workflow_steps():
+        uses = str(step.get("uses", ""))
+        if not uses:
+            continue
+        owner_name, ref = uses.split("@")
+        owner, name = owner_name.split("/", 1)
+        if owner == "actions":
+            assert int(ref.removeprefix("v")) >= majors[name], uses
+        else:  # a third party's action: only by full commit id
+            assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{uses}: pin a third-party action by SHA"
+
+
+def test_the_jvm_labs_share_one_scala_and_sbt() -> None:
+    builds = sorted(ROOT.glob("labs/*/*/build.sbt"))
+    scalas = {re.search(r'scalaVersion := "([^"]+)"', b.read_text()).group(1) for b in builds}  # type: ignore[union-attr]
+    assert len(builds) >= 3 and len(scalas) == 1 and scalas.pop().startswith("3.3."), scalas
+    sbts = {p.read_text().strip() for p in ROOT.glob("labs/*/*/project/build.properties")}
+    assert len(sbts) == 1, sbts
+    sbt = sbts.pop().removeprefix("sbt.version=")
+    assert f"SBT_VERSION={sbt}\n" in (ROOT / "scripts" / "setup-jvm").read_text()
+    assert f"sbt-launch-{sbt}.jar" in (ROOT / "tools/leaklab/src/leaklab/presets.toml").read_text()
+
+
+def test_logback_is_past_its_cves() -> None:
+    """CVE-2025-11226 and CVE-2026-1225 are fixed from logback 1.5.25."""
+    for build in ROOT.glob("labs/*/*/build.sbt"):
+        for version in re.findall(r'"logback-classic" % "([\d.]+)"', build.read_text()):
+            assert tuple(map(int, version.split("."))) >= (1, 5, 25), (build, version)
+
+
+def test_the_harness_puts_the_course_jdk_first(tmp_path: Path) -> None:
+    """JAVA_HOME when set, else the JDK scripts/setup-jvm linked as .leaklab/tools/jdk."""
+    jdk = tmp_path / ".leaklab" / "tools" / "jdk"
+    (jdk / "bin").mkdir(parents=True)
+    (jdk / "bin" / "java").write_text("")
+    env = toolchains.env({"PATH": "/usr/bin"}, root=tmp_path)
+    assert env["PATH"] == f"{jdk / 'bin'}:/usr/bin"
+    other = tmp_path / "other-jdk"
+    (other / "bin").mkdir(parents=True)
+    (other / "bin" / "java").write_text("")
+    env = toolchains.env({"PATH": "/usr/bin", "JAVA_HOME": str(other)}, root=tmp_path)
+    assert env["PATH"] == f"{other / 'bin'}:/usr/bin"
+    assert "PATH" not in toolchains.env({"PATH": "/usr/bin"}, root=tmp_path / "none")

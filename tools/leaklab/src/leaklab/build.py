@@ -150,13 +150,13 @@ def run_commands(
             argv = cmd.render(values)
             sink.write(f"$ {' '.join(argv)}\n".encode())
             sink.flush()
-            if os.sep not in argv[0] and shutil.which(argv[0]) is None:
+            # The pinned Go and the course's JDK (toolchains.py), below the command's own.
+            env = os.environ | toolchains.env() | dict(cmd.env)
+            if os.sep not in argv[0] and shutil.which(argv[0], path=env.get("PATH")) is None:
                 raise LeakLabError(
                     f"{argv[0]} is not installed", "run scripts/setup, then leaklab doctor"
                 )
             with ProcessGroup() as group:
-                # The pinned Go (toolchains.py), below what the command sets itself.
-                env = toolchains.env() | dict(cmd.env)
                 child = group.start(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT)
                 try:
                     code = child.wait(timeout=timeout_s)
