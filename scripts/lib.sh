@@ -14,10 +14,11 @@ case "${GOTOOLCHAIN:-}" in
 esac
 
 # Colour only on a terminal and never under NO_COLOR (https://no-color.org): a log file,
-# CI's console and the harness's captured stderr get plain lines.
-_lib_style() { # _lib_style FD CODE: the escape for CODE when FD is a terminal
-  if [ -z "${NO_COLOR:-}" ] && [ -t "$1" ]; then printf '\033[%sm' "$2"; fi
-}
+# CI's console and the harness's captured stderr get plain lines. Decided once, here:
+# inside a $(...) the standard output is never the terminal.
+_lib_bold='' _lib_red='' _lib_off1='' _lib_off2=''
+if [ -z "${NO_COLOR:-}" ] && [ -t 1 ]; then _lib_bold=$'\033[1m' _lib_off1=$'\033[0m'; fi
+if [ -z "${NO_COLOR:-}" ] && [ -t 2 ]; then _lib_red=$'\033[31m' _lib_off2=$'\033[0m'; fi
 # say / fail print as "<script name>: message"; fail exits 1.
-say()  { printf '%s%s:%s %s\n' "$(_lib_style 1 1)" "$SCRIPT" "$(_lib_style 1 0)" "$*"; }
-fail() { printf '%s%s: %s%s\n' "$(_lib_style 2 31)" "$SCRIPT" "$*" "$(_lib_style 2 0)" >&2; exit 1; }
+say()  { printf '%s%s:%s %s\n' "$_lib_bold" "$SCRIPT" "$_lib_off1" "$*"; }
+fail() { printf '%s%s: %s%s\n' "$_lib_red" "$SCRIPT" "$*" "$_lib_off2" >&2; exit 1; }

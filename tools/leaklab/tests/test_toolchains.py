@@ -5,7 +5,10 @@ commands run on it even from a shell that selects another Go."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -153,3 +156,34 @@ def test_the_harness_puts_the_course_jdk_first(tmp_path: Path) -> None:
     env = toolchains.env({"PATH": "/usr/bin", "JAVA_HOME": str(other)}, root=tmp_path)
     assert env["PATH"] == f"{other / 'bin'}:/usr/bin"
     assert "PATH" not in toolchains.env({"PATH": "/usr/bin"}, root=tmp_path / "none")
+
+
+def say_hi(stdout: int, extra_env: dict[str, str]) -> None:
+    lib = ROOT / "scripts" / "lib.sh"
+    env = {"PATH": "/usr/bin:/bin", **extra_env}
+    subprocess.run(
+        ["bash", "-c", f'. "{lib}"; SCRIPT=setup; say hi'], stdout=stdout, env=env, check=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("tty", "no_color", "styled"), [(True, False, True), (True, True, False), (False, False, False)]
+)
+def test_setup_output_is_coloured_only_on_a_terminal_without_no_color(
+    tty: bool, no_color: bool, styled: bool
+) -> None:
+    extra = {"NO_COLOR": "1"} if no_color else {}
+    if tty:
+        leader, follower = pty.openpty()
+        say_hi(follower, extra)
+        os.close(follower)
+        out = os.read(leader, 1024).decode()
+        os.close(leader)
+    else:
+        read, write = os.pipe()
+        say_hi(write, extra)
+        os.close(write)
+        out = os.read(read, 1024).decode()
+        os.close(read)
+    assert ("\x1b[" in out) == styled, repr(out)
+    assert out.replace("\x1b[1m", "").replace("\x1b[0m", "").strip() == "setup: hi"
