@@ -187,3 +187,29 @@ def test_setup_output_is_coloured_only_on_a_terminal_without_no_color(
         os.close(read)
     assert ("\x1b[" in out) == styled, repr(out)
     assert out.replace("\x1b[1m", "").replace("\x1b[0m", "").strip() == "setup: hi"
+
+
+def test_base_only_make_targets_run_the_set_up_only_when_its_inputs_changed(
+    tmp_path: Path,
+) -> None:
+    """`make compare` (run, grade, diff, ...) checks the base set-up's stamp instead of
+    running scripts/setup every time; a newer uv.lock (or script) runs it again."""
+    inputs = ["Makefile", "scripts/setup", "scripts/lib.sh"]
+    inputs += ["tools/leaklab/pyproject.toml", "tools/leaklab/uv.lock"]
+    for rel in inputs:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes((ROOT / rel).read_bytes())
+    stamp = tmp_path / ".leaklab" / "setup" / "base"
+    stamp.parent.mkdir(parents=True)
+    stamp.touch()
+    os.utime(stamp, (2e9, 2e9))  # newer than every input
+
+    def dry_run(target: str) -> str:
+        argv = ["make", "-n", target, "LAB=01"]
+        return subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True).stdout
+
+    for target in ("run", "compare", "grade", "diff", "doctor"):
+        assert "scripts/setup" not in dry_run(target), target
+    os.utime(tmp_path / "tools/leaklab/uv.lock", (2e9 + 1, 2e9 + 1))
+    assert "scripts/setup" in dry_run("compare")
+    assert 'touch "$STAMPS/base"' in (ROOT / "scripts" / "setup").read_text()
