@@ -7,6 +7,18 @@ LAB ?= 01
 VARIANT ?= broken
 DURATION ?=
 
+# The course's pinned Go (scripts/lib.sh says why), for every go command a target runs;
+# a GOTOOLCHAIN naming a version is the user's choice and kept.
+ifeq ($(filter go1.%,$(GOTOOLCHAIN)),)
+export GOTOOLCHAIN := go1.27.3
+endif
+
+# The base set-up's stamp: scripts/setup writes it when the base is done, so targets that
+# need only the base run the set-up again only when what it installs from has changed.
+BASE := .leaklab/setup/base
+$(BASE): scripts/setup scripts/lib.sh tools/leaklab/pyproject.toml tools/leaklab/uv.lock
+	@scripts/setup
+
 .PHONY: help setup setup-all demo test lint run compare capture doctor notebooks jupyter bench bench-grader grade diff slides clean
 
 help: ## this list
@@ -59,42 +71,42 @@ lint: setup-all ## ruff and mypy on the harness; go vet and gofmt on the Go labs
 	  fi; \
 	done
 
-run: setup ## one run: make run LAB=01 VARIANT=broken
+run: $(BASE) ## one run: make run LAB=01 VARIANT=broken
 	@$(LEAKLAB) run $(LAB) --variant $(VARIANT)
 
-compare: setup ## your latest runs of a lab side by side: make compare LAB=01
+compare: $(BASE) ## your latest runs of a lab side by side: make compare LAB=01
 	@$(LEAKLAB) compare $(LAB)
 
-capture: setup ## re-capture a lab's datasets (maintainers): make capture LAB=01
+capture: $(BASE) ## re-capture a lab's datasets (maintainers): make capture LAB=01
 	@for v in $$($(LEAKLAB) list --variants $(LAB)); do $(LEAKLAB) capture $(LAB) --variant $$v || exit 1; done
 
-notebooks: setup ## execute every notebook in place on the committed datasets
+notebooks: $(BASE) ## execute every notebook in place on the committed datasets
 	@.venv/bin/leaklab notebooks --in-place
 
-jupyter: setup ## JupyterLab on the notebooks, from .venv, on 127.0.0.1:8888 (PORT=...)
+jupyter: $(BASE) ## JupyterLab on the notebooks, from .venv, on 127.0.0.1:8888 (PORT=...)
 	@# --allow-root only where the shell is root (a bare container); Codespaces is not.
 	@.venv/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.port=$${PORT:-8888} \
 	  --ServerApp.open_browser=False --ServerApp.root_dir=notebooks \
 	  $$([ "$$(id -u)" = 0 ] && echo --allow-root)
 
-bench: setup ## per-operation view of lab 01: go test -bench, broken vs fixed (benchstat)
+bench: $(BASE) ## per-operation view of lab 01: go test -bench, broken vs fixed (benchstat)
 	@.venv/bin/leaklab bench $(LAB)
 
 N ?= 10
-bench-grader: setup ## how often the grader is wrong: grade broken and fixed N times (make bench-grader LAB=03 N=10 [CASE=a grading case])
+bench-grader: $(BASE) ## how often the grader is wrong: grade broken and fixed N times (make bench-grader LAB=03 N=10 [CASE=a grading case])
 	@.venv/bin/python tools/leaklab/benchmarks/grader_error_rate.py $(LAB) --rounds $(N) $(if $(CASE),--case $(CASE))
 
-grade: setup ## grade your fix in labs/NN/service: make grade LAB=01
+grade: $(BASE) ## grade your fix in labs/NN/service: make grade LAB=01
 	@$(LEAKLAB) grade $(LAB)
 
-diff: setup ## your change beside the solution's patches: make diff LAB=01
+diff: $(BASE) ## your change beside the solution's patches: make diff LAB=01
 	@$(LEAKLAB) diff $(LAB)
 
 slides: setup ## build every deck to slides/build/ (HTML; PDF when chromium is present)
 	@scripts/setup-slides --quiet
 	@scripts/build-slides
 
-doctor: setup ## check this machine for the course
+doctor: $(BASE) ## check this machine for the course
 	@$(LEAKLAB) doctor
 
 clean: ## remove builds, runs and reports (.leaklab/ except tools)

@@ -1,3 +1,5 @@
 module leaklab.dev/loadkit
 
-go 1.24
+go 1.27
+
+toolchain go1.27.3

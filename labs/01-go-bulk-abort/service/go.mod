@@ -1,5 +1,7 @@
 module leaklab.dev/bulkabort
 
-go 1.24
+go 1.27
+
+toolchain go1.27.3
 
 require go.uber.org/goleak v1.3.0

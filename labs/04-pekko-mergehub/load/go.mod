@@ -1,9 +1,11 @@
 module leaklab.dev/mergehub-load
 
-go 1.24
+go 1.27
+
+toolchain go1.27.3
 
 require (
-	github.com/coder/websocket v1.8.14
+	github.com/coder/websocket v1.8.15
 	leaklab.dev/loadkit v0.0.0
 )
 

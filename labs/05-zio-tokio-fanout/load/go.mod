@@ -1,6 +1,8 @@
 module leaklab.dev/fanout-load
 
-go 1.24
+go 1.27
+
+toolchain go1.27.3
 
 require leaklab.dev/loadkit v0.0.0
 

@@ -495,7 +495,7 @@ def broadcast(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
     cargo_target = str(work_dir(lab.root) / "build" / lab.slug / "cache" / "cargo-target")
     sbt = ["java", "-Xmx1g", "-Xss4m", "-XX:TieredStopAtLevel=1", "-Dsbt.batch=true"]
     sbt += ["-Dsbt.server.autostart=false", "-Dsbt.supershell=false"]
-    sbt += ["-jar", f"{tools}/sbt-launch-1.12.14.jar"]
+    sbt += ["-jar", f"{tools}/sbt-launch-1.13.0.jar"]
     cargo = ["cargo", "build", "--release", "--locked", "--example", "broadcast_loss"]
     cargo += ["--target-dir", cargo_target]
     results: dict[str, list[dict[str, Any]]] = {}

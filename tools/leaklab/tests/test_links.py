@@ -109,3 +109,25 @@ def test_the_checker_tells_a_broken_link_from_a_good_one() -> None:
         "gone.md",
         "missing.svg",
     ]
+
+
+# What a template's link holds until someone fills it in (the old Codespaces badge's
+# `codespaces.new/OWNER/REPO`): external links are not fetched here, but none may be
+# a placeholder.
+PLACEHOLDER = re.compile(r"\b(OWNER|REPO|USER|ORG)\b|<org>|\{owner\}|\{repo\}")
+
+
+def placeholders(text: str) -> list[str]:
+    return [t for t in targets(text) if EXTERNAL.match(t) and PLACEHOLDER.search(t)]
+
+
+@pytest.mark.parametrize("source", markdown_files())
+def test_no_external_link_is_a_placeholder(source: str) -> None:
+    bad = placeholders((ROOT / source).read_text())
+    assert not bad, f"{source} links to a placeholder: {bad}"
+
+
+def test_the_placeholder_check_catches_the_old_badge() -> None:
+    badge = "[![Codespaces](https://github.com/codespaces/badge.svg)](https://codespaces.new/OWNER/REPO)"
+    assert placeholders(badge) == ["https://codespaces.new/OWNER/REPO"]
+    assert placeholders("[PR](https://github.com/elastic/fleet-server/pull/6747)") == []

@@ -7,10 +7,12 @@ lab 01), compared with the lab's compare tool (benchstat) when it is installed.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+from leaklab import toolchains
 from leaklab.build import build_variant
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
@@ -25,7 +27,10 @@ def run_bench(lab: Lab, variant: str, dest: Path) -> Path:
     built = build_variant(lab, variant, log=lambda line: print(line, file=sys.stderr))
     argv = lab.bench.command.render({"src": str(built.src), "out": str(built.out)})
     print(f"{lab.slug} {variant}: {' '.join(argv)}", file=sys.stderr)
-    result = subprocess.run(argv, cwd=built.src, capture_output=True, text=True, check=False)
+    env = os.environ | toolchains.env()  # `go test -bench` on the pinned Go
+    result = subprocess.run(
+        argv, cwd=built.src, env=env, capture_output=True, text=True, check=False
+    )
     if result.returncode != 0:
         raise LeakLabError(
             f"the benchmark failed on {variant}:\n{result.stdout[-2000:]}{result.stderr[-2000:]}",

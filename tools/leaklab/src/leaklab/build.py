@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from leaklab import toolchains
 from leaklab.base import IGNORED_NAMES, SHARED
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
@@ -149,14 +150,14 @@ def run_commands(
             argv = cmd.render(values)
             sink.write(f"$ {' '.join(argv)}\n".encode())
             sink.flush()
-            if os.sep not in argv[0] and shutil.which(argv[0]) is None:
+            # The pinned Go and the course's JDK (toolchains.py), below the command's own.
+            env = os.environ | toolchains.env() | dict(cmd.env)
+            if os.sep not in argv[0] and shutil.which(argv[0], path=env.get("PATH")) is None:
                 raise LeakLabError(
                     f"{argv[0]} is not installed", "run scripts/setup, then leaklab doctor"
                 )
             with ProcessGroup() as group:
-                child = group.start(
-                    argv, cwd=cwd, env=dict(cmd.env), stdout=sink, stderr=subprocess.STDOUT
-                )
+                child = group.start(argv, cwd=cwd, env=env, stdout=sink, stderr=subprocess.STDOUT)
                 try:
                     code = child.wait(timeout=timeout_s)
                 except subprocess.TimeoutExpired:

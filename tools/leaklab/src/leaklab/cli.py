@@ -507,6 +507,8 @@ def dev_check() -> None:
     from leaklab import dev
 
     problems = dev.check(repo_root())
+    for line in dev.warnings(repo_root()):
+        out.print(f"[yellow]![/yellow] {escape(line)}", highlight=False)
     for line in problems:
         out.print(f"[red]x[/red] {escape(line)}", highlight=False)
     if problems:

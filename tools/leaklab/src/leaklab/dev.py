@@ -5,7 +5,9 @@ agrees with itself: the record matches the files, every recorded tree is the one
 commits (so every clone has it, not only the maintainer's), every solution stage
 materialises (its patches apply in order), and every lab has its README (with the
 manifest's hints), notebook, deck, datasets, grading cases, a row in the course map, a
-classroom grading step and a regression test named by its fix.
+classroom grading step and a regression test named by its fix; and every committed
+dataset was captured from a clean tree at a commit in history, unless
+datasets/RECAPTURE.toml lists it (`leaklab.provenance`; those are warnings).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from leaklab import base, hints
+from leaklab import base, hints, provenance
 from leaklab.errors import LeakLabError
 from leaklab.spec import Lab, lab_slugs, load_lab
 from leaklab.variants import materialise
@@ -35,7 +37,12 @@ def check(root: Path) -> list[str]:
         problems += _stage_problems(lab)
         problems += _file_problems(lab)
         problems += hints.problems(lab)
-    return problems
+    return problems + provenance.check(root).problems
+
+
+def warnings(root: Path) -> list[str]:
+    """What dev check lets pass but says: the datasets listed as waiting for re-capture."""
+    return provenance.check(root).warnings
 
 
 def _lock_problems(root: Path) -> list[str]:

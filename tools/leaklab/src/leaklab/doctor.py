@@ -21,6 +21,7 @@ from pathlib import Path
 import psutil
 from rich.markup import escape
 
+from leaklab import toolchains
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 from leaklab.procs import free_port, ledger_folder, reap
@@ -60,14 +61,29 @@ class Tool:
         return (Path(self.argv[0]).name, *self.provides)
 
 
-JDK_FIX = "apt-get install openjdk-17-jdk-headless, then scripts/setup-jvm"
+JDK_FIX = "install JDK 25 (Temurin 25; or set JAVA_HOME to one), then scripts/setup-jvm"
 TOOLS = (
     Tool("git", ("git", "--version"), (2, 30), "apt-get install git"),
     Tool("python3", ("python3", "--version"), (3, 11), "install Python 3.11+ (pyenv or apt)"),
     Tool("uv", ("uv", "--version"), (0, 4), "pip install uv (scripts/setup does this)"),
-    Tool("go", ("go", "version"), (1, 24), "install Go 1.24+ from go.dev/dl", required=False),
+    # `go version` runs with the harness's GOTOOLCHAIN, so it reports the Go the labs use.
+    Tool(
+        "go",
+        ("go", "version"),
+        (1, 27, 3),
+        f"install Go 1.21+ (go.dev/dl), then scripts/setup selects {toolchains.GO_TOOLCHAIN}",
+        required=False,
+    ),
     Tool("cargo", ("cargo", "--version"), (1, 80), "install Rust with rustup", required=False),
-    Tool("java", ("java", "-version"), (17,), JDK_FIX, required=False, provides=("jcmd", "jfr")),
+    # `java` runs with the harness's PATH: JAVA_HOME's or setup-jvm's JDK first.
+    Tool(
+        "java",
+        ("java", "-version"),
+        (toolchains.JAVA_MAJOR,),
+        JDK_FIX,
+        required=False,
+        provides=("jcmd", "jfr"),
+    ),
     Tool(
         "elixir",
         ("elixir", "-e", "IO.puts(System.version())"),
@@ -76,7 +92,7 @@ TOOLS = (
         required=False,
         provides=("mix", "erl", "iex"),
     ),
-    Tool("node", ("node", "--version"), (18,), "install Node.js 18+ (slides)", required=False),
+    Tool("node", ("node", "--version"), (22,), "install Node.js 22+ (slides)", required=False),
     Tool(
         "chromium",
         ("chromium", "--version"),
@@ -90,10 +106,13 @@ TOOL_FILE_FIXES = {"sbt-launch": "scripts/setup-jvm", "ap-loader": "scripts/setu
 
 
 def version_of(argv: tuple[str, ...]) -> tuple[tuple[int, ...], str] | None:
-    if shutil.which(argv[0]) is None:
+    env = os.environ | toolchains.env()  # what the harness's own commands see
+    if shutil.which(argv[0], path=env.get("PATH")) is None:
         return None
     try:
-        result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+        result = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=30, check=False
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = (result.stdout + result.stderr).strip()
@@ -254,7 +273,9 @@ def _available(names: Iterable[str], tools: dict[str, Finding], root: Path) -> d
         elif name == tool.programs[0]:
             out[name] = tools[tool.name].ok  # found on PATH or in .leaklab, new enough
         else:
-            out[name] = tools[tool.name].ok and shutil.which(name) is not None
+            # jcmd and jfr from the JDK the harness puts first on PATH (toolchains.py)
+            path = (os.environ | toolchains.env()).get("PATH")
+            out[name] = tools[tool.name].ok and shutil.which(name, path=path) is not None
     return out
 
 

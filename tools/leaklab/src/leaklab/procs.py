@@ -29,6 +29,7 @@ from typing import IO, Any
 
 import psutil
 
+from leaklab import toolchains
 from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 
@@ -89,7 +90,8 @@ class ProcessGroup:
             child = subprocess.Popen(
                 argv,
                 cwd=cwd,
-                env={**os.environ, **(env or {})},
+                # The course's Go and JDK (leaklab.toolchains), below the caller's own.
+                env={**os.environ, **toolchains.env(), **(env or {})},
                 stdin=subprocess.DEVNULL,
                 stdout=stdout,
                 stderr=stderr,
