@@ -95,6 +95,8 @@ def test_status_follows_the_learner_through_a_lab(gated_repo: Path) -> None:
     ]
     lab = load_lab("90", gated_repo)
     assert status.lab_status(lab).state == "not started"
+    assert leaklab(gated_repo, "check", "90").returncode == 1  # as published: it fails
+    assert status.lab_status(lab).state == "not started"
     fix(gated_repo)
     assert status.lab_status(lab).state == "changed"
     assert leaklab(gated_repo, "check", "90").returncode == 0

@@ -159,7 +159,7 @@ def _check_and_print(lab: Lab) -> bool:
 
     checked = check.check(lab, log=lambda s: err.print(s, highlight=False))
     for line in check.report(lab, checked):
-        out.print(line, highlight=False, markup=False)
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
     if not checked.passed:
         raise typer.Exit(1)
     return True
@@ -185,7 +185,7 @@ def watch_cmd(lab_name: LabArg) -> None:
         out.rule(f"lab {lab.number}: check" + (f" ({', '.join(files)} changed)" if files else ""))
         checked = check.check(lab, log=say)
         for line in check.report(lab, checked):
-            out.print(line, highlight=False, markup=False)
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
         if checked.passed:
             _offer_grade(lab)
 
@@ -234,7 +234,7 @@ def status_cmd() -> None:
     for slug in lab_slugs(root):
         state = status.lab_status(load_lab(slug, root))
         detail = f"  ({state.detail})" if state.detail else ""
-        out.print(f"{slug:<28} {state.state:<12}{detail}", highlight=False)
+        out.print(f"{slug:<28} {state.state:<12}{detail}", highlight=False, soft_wrap=True)
 
 
 @app.command("run")

@@ -100,13 +100,13 @@ def lab_status(lab: Lab) -> LabStatus:
         return LabStatus(lab.slug, "measured", f"graded {grade.get('at')}: failed")
     if (ran := _measured_since_last_edit(lab)) is not None:
         return LabStatus(lab.slug, "measured", f"leaklab run --variant mine, {ran}")
+    if check.get("tree") == tree and check.get("passed"):
+        return LabStatus(lab.slug, "checked", f"leaklab check passed {check.get('at')}")
+    if tree == _published_digest(lab):  # as published: a failing check is expected
+        return LabStatus(lab.slug, "not started", "")
     if check.get("tree") == tree:
-        if check.get("passed"):
-            return LabStatus(lab.slug, "checked", f"leaklab check passed {check.get('at')}")
         return LabStatus(lab.slug, "changed", f"leaklab check failed {check.get('at')}")
-    if tree != _published_digest(lab):
-        return LabStatus(lab.slug, "changed", "your edits are not checked yet")
-    return LabStatus(lab.slug, "not started", "")
+    return LabStatus(lab.slug, "changed", "your edits are not checked yet")
 
 
 def _published_digest(lab: Lab) -> str | None:
