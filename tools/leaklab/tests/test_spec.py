@@ -159,3 +159,19 @@ def test_the_course_labs_parse() -> None:
         assert lab.slug == slug
         for patch in lab.patches:
             assert (lab.solution_dir / patch).is_file(), f"{slug}: missing {patch}"
+
+
+def test_dev_new_writes_the_answer_beside_the_solution(tmp_path: Path) -> None:
+    """A new lab parses from the first minute, its hints come from its answer.toml, and
+    its lab.toml holds none of the answer's keys."""
+    from leaklab.authoring.new_lab import new_lab
+
+    (tmp_path / "labs").mkdir()
+    written = new_lab(tmp_path, "07-go-new-thing", "go")
+    answer = tmp_path / "solutions" / "07-go-new-thing" / "answer.toml"
+    assert answer in written
+    lab = load_lab("07", tmp_path)
+    assert lab.hints and lab.hints[0].startswith("TODO") and lab.patches == ()
+    toml = (tmp_path / "labs" / "07-go-new-thing" / "lab.toml").read_text()
+    assert "hints =" not in toml and "[variants]" not in toml
+    assert "<!-- leaklab:answer-below -->" in (lab.lab_dir / "README.md").read_text()
