@@ -140,14 +140,101 @@ def build(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
 @app.command()
 @interruptible
 def test(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
-    """Run the lab's own unit tests against a variant's source tree."""
+    """Run the lab's unit tests on a variant's tree; on mine, exactly `leaklab check`."""
     from leaklab.build import build_variant, run_tests
 
     lab = load_lab(lab_name)
+    if variant == "mine":  # the learner's tree: the grade's gate, as `check` runs it
+        _check_and_print(lab)
+        return
     built = build_variant(lab, variant, log=lambda s: err.print(s, highlight=False))
     log = built.src.parent / f"test-{dataset_name(variant)}.log"
     run_tests(lab.for_variant(variant), built, log)
     out.print(f"{lab.slug} {variant}: unit tests pass (log: {log})")
+
+
+def _check_and_print(lab: Lab) -> bool:
+    """`leaklab check`: print its report; exit 1 when the gate fails."""
+    from leaklab import check
+
+    checked = check.check(lab, log=lambda s: err.print(s, highlight=False))
+    for line in check.report(lab, checked):
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    if not checked.passed:
+        raise typer.Exit(1)
+    return True
+
+
+@app.command("check")
+@interruptible
+def check_cmd(lab_name: LabArg) -> None:
+    """The gate a grade runs, on your tree: it builds, and the course's tests and the
+    solution's regression tests pass; exit 0 pass, 1 fail."""
+    _check_and_print(load_lab(lab_name))
+
+
+@app.command("watch")
+def watch_cmd(lab_name: LabArg) -> None:
+    """`leaklab check` on every save in the lab's editable folders; Ctrl-C ends it."""
+    from leaklab import check, watch
+
+    lab = load_lab(lab_name)
+    say = functools.partial(err.print, highlight=False)
+
+    def again(files: list[str]) -> None:
+        out.rule(f"lab {lab.number}: check" + (f" ({', '.join(files)} changed)" if files else ""))
+        checked = check.check(lab, log=say)
+        for line in check.report(lab, checked):
+            out.print(line, highlight=False, markup=False, soft_wrap=True)
+        if checked.passed:
+            _offer_grade(lab)
+
+    def ready() -> None:
+        out.print(
+            f"watching labs/{lab.slug}/{', '.join(lab.editable)}: save to check again, "
+            "Ctrl-C to stop",
+            highlight=False,
+        )
+
+    try:
+        watch.run(lab, again, ready)
+    except KeyboardInterrupt:
+        out.print(f"stopped watching lab {lab.number}", highlight=False)
+
+
+def _offer_grade(lab: Lab) -> None:
+    """After a passing check: the measured run, if the learner at a terminal says so."""
+    from leaklab import status
+    from leaklab.grade import grade
+    from leaklab.grade_report import grade_report
+
+    if not sys.stdin.isatty():
+        return
+    if not typer.confirm(f"run the measured grade now (leaklab grade {lab.number})?"):
+        return
+    result = grade(lab, "mine", log=lambda s: err.print(s, highlight=False))
+    status.record(lab, "grade", result.passed)
+    for line in grade_report(lab, result):
+        out.print(line, highlight=False)
+
+
+@app.command("status")
+def status_cmd() -> None:
+    """Every lab: not started, changed, checked, measured or passed (local results)."""
+    from leaklab import status
+
+    root = repo_root()
+    if not status.has_results(root) and not any(
+        status.lab_status(load_lab(s, root)).state != "not started" for s in lab_slugs(root)
+    ):
+        raise LeakLabError(
+            "no results yet: no lab changed, checked, run or graded in this clone "
+            "(start with `leaklab run 01`)"
+        )
+    for slug in lab_slugs(root):
+        state = status.lab_status(load_lab(slug, root))
+        detail = f"  ({state.detail})" if state.detail else ""
+        out.print(f"{slug:<28} {state.state:<12}{detail}", highlight=False, soft_wrap=True)
 
 
 @app.command("run")
@@ -316,6 +403,10 @@ def grade_cmd(
     result = grade(
         lab, variant, log=lambda s: err.print(s, highlight=False), fixed_duration=fixed_duration
     )
+    if variant == "mine":  # for `leaklab status`
+        from leaklab import status
+
+        status.record(lab, "grade", result.passed)
     for line in grade_report(lab, result):
         out.print(line, highlight=False)
     if json_out is not None:
@@ -371,7 +462,7 @@ def hint(
         int | None, typer.Argument(help="which hint (default: the next one you have not seen)")
     ] = None,
 ) -> None:
-    """One hint at a time for a lab's exercise, from its lab.toml."""
+    """One hint at a time for a lab's exercise (the next one, or hint K again)."""
     from leaklab import hints
 
     lab = load_lab(lab_name)

@@ -1,0 +1,109 @@
+"""`leaklab check NN`: the grade's gate on the learner's tree, nothing hidden.
+
+A grade first builds the learner's editable folders inside the published service, puts
+the course's published tests and the solution's regression tests in place of the
+learner's copies, and runs them; only a tree that passes is measured. `check` runs
+exactly that gate (`grade.gate`), so no test can fail for the first time in a grade,
+and says for each failing test what it expected, from the test's own failure message
+(an assertion's text, not the tail of a log).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from leaklab import status
+from leaklab.grade import READY, gate
+from leaklab.spec import Lab
+
+# The log a failed command names in its error: "... last lines of /path/x.log:".
+_LOG = re.compile(r"last lines of (\S+\.log):")
+# One failing test's own words, per toolchain's test runner.
+_FAILURES = (
+    re.compile(r"^\s*--- FAIL: .*"),  # go test: the test's name
+    re.compile(r"^\s+\S+_test\.go:\d+: .*"),  # go test: t.Errorf / t.Fatalf lines
+    re.compile(r"^thread '.*' panicked at .*"),  # cargo test: where, then the message
+    re.compile(r"^\s*\d+\) test .*"),  # ExUnit: the failing test's name
+    re.compile(r"^\s*(Assertion with .*|\*\* \(.*|code: .*|left: .*|right: .*)$"),  # ExUnit
+    re.compile(r".*\*\*\* FAILED \*\*\*.*"),  # ScalaTest: the test and its message
+    re.compile(r"^(FAILED|ERROR|E\s{2,}|AssertionError: ).*"),  # Python (the harness's fake labs)
+)
+# cargo prints the panic message on the line after `panicked at`.
+_NEXT_LINE_TOO = re.compile(r"^thread '.*' panicked at .*")
+_MAX_LINES = 30
+
+
+@dataclass
+class Checked:
+    """What the gate said about the learner's tree."""
+
+    slug: str
+    passed: bool
+    stage: str  # where it stopped: scope, build, tests; READY when it passed
+    reason: str
+    expected: list[str] = field(default_factory=list)  # the failing tests' own words
+    log: Path | None = None
+    ignored: list[str] = field(default_factory=list)
+    own_tests: str | None = None
+
+
+def check(lab: Lab, log: Callable[[str], None] = print) -> Checked:
+    """Run the grade's gate on the learner's tree (`mine`) and record the outcome."""
+    tree = status.tree_digest(lab)
+    result = gate(lab, "mine", log)
+    passed = result.stage == READY
+    found = _LOG.search(result.reason)
+    log_file = Path(found.group(1)) if found else None
+    readable = log_file is not None and log_file.is_file()
+    checked = Checked(
+        lab.slug,
+        passed,
+        result.stage,
+        result.reason,
+        expected=failures(log_file.read_text(errors="replace")) if log_file and readable else [],
+        log=log_file,
+        ignored=result.ignored,
+        own_tests=result.own_tests,
+    )
+    status.record(lab, "check", passed, tree)
+    return checked
+
+
+def failures(text: str) -> list[str]:
+    """The lines of a test log that say which test failed and what it expected."""
+    lines = text.splitlines()
+    found: list[str] = []
+    for i, line in enumerate(lines):
+        if any(p.match(line) for p in _FAILURES):
+            found.append(line.rstrip())
+            if _NEXT_LINE_TOO.match(line) and i + 1 < len(lines):
+                found.append(lines[i + 1].rstrip())
+    unique = list(dict.fromkeys(found))
+    return unique[:_MAX_LINES]
+
+
+def report(lab: Lab, checked: Checked) -> list[str]:
+    """What `leaklab check` prints: one verdict line, then what to do."""
+    where = f"labs/{lab.slug}/" + ", ".join(lab.editable)
+    if checked.passed:
+        lines = [
+            f"PASS  lab {lab.number}: your tree ({where}) builds and passes the course's "
+            "tests and the solution's regression tests, the gate a grade runs first",
+        ]
+        if checked.own_tests:
+            lines.append(f"      your own tests (not part of the gate): {checked.own_tests}")
+        lines.append(f"next: `leaklab grade {lab.number}` measures it under the standard load")
+        return lines
+    first = checked.reason.splitlines()[0] if checked.reason else "failed"
+    lines = [f"FAIL  lab {lab.number} at {checked.stage}: {first}"]
+    if checked.expected:
+        lines.append("what the failing tests expect (their own messages):")
+        lines += [f"  {line.strip()}" for line in checked.expected]
+    elif len(checked.reason.splitlines()) > 1:
+        lines += [f"  {line}" for line in checked.reason.splitlines()[1:]]
+    if checked.log:
+        lines.append(f"full log: {checked.log}")
+    return lines
