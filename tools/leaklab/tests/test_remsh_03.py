@@ -93,12 +93,11 @@ def printed_commands() -> list[str]:
     return PRINTED.findall(readme)
 
 
-def test_the_readme_prints_the_remote_shell_for_both_ways_of_starting_the_service() -> None:
-    # By hand (terminal 1 names the node socket_api) and by the harness (socket_api_<port>).
-    assert printed_commands() == [
-        "iex --sname shell --remsh socket_api",
-        "iex --sname shell --remsh socket_api_<port>",
-    ]
+def test_the_readme_prints_one_remote_shell_for_both_ways_of_starting_the_service() -> None:
+    # One command for both ways of starting the service: the harness names the node
+    # socket_api_<port>, and the README starts it by hand the same way, so no fixed port or
+    # node name collides with anything else on the machine (issue 31).
+    assert printed_commands() == ["iex --sname shell --remsh socket_api_<port>"]
 
 
 def test_the_printed_remote_shell_attaches_to_a_run_and_leaves_it_running() -> None:

@@ -24,8 +24,8 @@ type respT struct {
 // allocation rate flat under steady load.
 type bulkT struct {
 	buf *bytes.Buffer
-	// ch is unbuffered: the caller that dispatched the object waits on it
-	// until its batch has been flushed.
+	// ch carries the flush's answer back to the caller that dispatched the
+	// object.
 	ch chan respT
 }
 

@@ -37,9 +37,9 @@ func benchConfig() Config {
 //     cancelled, so every call gives up before the enqueue.
 //   - abort-response: a helper takes each object off the queue, cancels the
 //     caller's context, waits until Do has given up, and then answers as a
-//     flush would. If nobody can take the answer, the helper drops it rather
-//     than block: what is measured is dispatch's side of an abandoned answer
-//     (where the object goes), not a stranded flush, which only the load shows.
+//     flush would. With the caller gone, the helper drops the answer rather
+//     than block: what is measured is dispatch's own cost on this path (where
+//     the object goes), not the flush's, which only the load shows.
 //     If the answer was taken, the helper waits (up to a second) until the
 //     object is back in the pool before the next call starts, so that no
 //     goroutine dispatch started to take answers piles up across iterations.

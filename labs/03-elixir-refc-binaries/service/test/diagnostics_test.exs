@@ -1,9 +1,8 @@
 defmodule SocketApi.DiagnosticsTest do
   # Async: the tests look only at processes they start themselves. Collecting every
-  # process on the node (bin_leak) would hide the garbage a test that measures it is
-  # looking for (the solution's test/idle_memory_test.exs), but such tests are not
-  # async, and ExUnit starts the modules that are not async only once every async one
-  # has finished.
+  # process on the node (bin_leak) would hide the garbage that a test measuring the
+  # node's memory is looking for, but such tests are not async, and ExUnit starts the
+  # modules that are not async only once every async one has finished.
   use ExUnit.Case, async: true
 
   alias SocketApi.{Diagnostics, WsClient}

@@ -8,7 +8,7 @@ use tokio::time::timeout;
 use crate::protocol::{self, Response};
 use crate::{Config, Error};
 
-/// One TCP connection to the broker, used one request at a time.
+/// One TCP connection to the broker.
 ///
 /// It exists so the client deals in messages and acks rather than bytes:
 /// it owns the encode buffer, the framing, and the per-request deadline.

@@ -21,10 +21,10 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 /// The largest frame either side accepts; a longer announced length is an
 /// `InvalidData` error that ends the connection.
 ///
-/// The lab's frames are far smaller: its runs send 1 KiB messages, one per
-/// request or in batches of up to 128 (about 130 KB), and the producer's
-/// largest message (`--size`) is 1 MiB. The cap bounds what one peer can
-/// make the other hold, and [`read_frame`] only holds what has arrived.
+/// The lab's frames are far smaller: its runs send 1 KiB messages, and the
+/// producer's largest message (`--size`) is 1 MiB. The cap bounds what one
+/// peer can make the other hold, and [`read_frame`] only holds what has
+/// arrived.
 pub const MAX_FRAME_LEN: usize = 64 * 1024 * 1024;
 
 const PRODUCE: u8 = 1;

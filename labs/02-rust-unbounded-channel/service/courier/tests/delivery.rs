@@ -54,8 +54,8 @@ fn close_waits_until_everything_accepted_is_acknowledged() {
     );
 }
 
-/// Sends `message(i)` and waits for the broker's answer, so every message
-/// travels in a request of its own whatever the client's batching.
+/// Sends `message(i)` and waits for the broker's answer, so the outcome of
+/// each message is known before the next one is sent.
 fn send_and_wait(client: &Client, i: usize) -> Result<(), Error> {
     let stats = client.stats();
     client.send(&message(i))?;

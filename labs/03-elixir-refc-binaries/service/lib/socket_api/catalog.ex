@@ -3,8 +3,8 @@ defmodule SocketApi.Catalog do
   The API behind `list_items`: up to 100 items for a topic, each projected from the
   JSON documents of several upstream services.
 
-  Every document is decoded whole (jiffy), and an item keeps only each service's
-  `summary`, about a quarter of its document. It also says whether the item `changed`
+  Every document is decoded with jiffy, and an item is projected from each service's
+  `summary`, a quarter of its document. It also says whether the item `changed`
   since the etags the caller last saw; the new etags (the profiles' versions) come
   back beside the items, for the caller to keep.
   """

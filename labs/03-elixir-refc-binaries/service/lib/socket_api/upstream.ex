@@ -4,9 +4,7 @@ defmodule SocketApi.Upstream do
   request fans out to, one batch call per service.
 
   Each returns, per item, a JSON document of the size configured for that service, as
-  the body of an HTTP response would arrive: one fresh binary per document. Binaries
-  over 64 bytes are reference-counted and live off the process heap; a process that
-  holds one (or any part of one) holds a small reference to the whole of it.
+  the body of an HTTP response would arrive: one binary per document.
 
   A document:
 

@@ -39,7 +39,7 @@ object Config:
     if c.port < 0 || c.port > 65535 then Left(s"port ${c.port} is out of range")
     else if c.events.isEmpty then Left("give at least one event")
     // BroadcastHub.sink requires a power of two below 4096 (and throws at start-up
-    // otherwise); MergeHub and Source.queue accept any positive size.
+    // otherwise); MergeHub accepts any positive size.
     else if c.bufferSize < 1 || c.bufferSize > MaxBufferSize || Integer.bitCount(c.bufferSize) != 1 then
       Left(s"buffer size ${c.bufferSize} must be a power of two from 1 to $MaxBufferSize (BroadcastHub's limit)")
     else if c.maxBodyBytes < 64 then Left("max body must be at least 64 bytes")

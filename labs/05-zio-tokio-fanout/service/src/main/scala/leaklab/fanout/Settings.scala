@@ -2,8 +2,8 @@ package leaklab.fanout
 
 /** Command line: `--port N` (required) plus optional match dimensions. Binds loopback only.
   *
-  * `--read-ahead` is how many events a replay's producer may get ahead of the page it
-  * serves (see FanOut). `--max-count` caps the events one request may ask for.
+  * `--read-ahead` is how many events of the next page a replay prepares beside the page
+  * it serves (see FanOut). `--max-count` caps the events one request may ask for.
   */
 final case class Settings(
     host: String,
