@@ -13,12 +13,12 @@ import pytest
 from conftest import git, publish
 from test_base import REGRESSION_PATCH
 
-from leaklab import diff
-from leaklab import grade as grade_module
 from leaklab.build import build_variant, run_tests
 from leaklab.dataset import Dataset
 from leaklab.errors import LeakLabError
-from leaklab.grade import evaluate, grade, ignored_changes, measure, published_lab
+from leaklab.grading import diff
+from leaklab.grading import grade as grade_module
+from leaklab.grading.grade import evaluate, grade, ignored_changes, measure, published_lab
 from leaklab.runner import RunOptions, run
 from leaklab.spec import GradeCheck, load_lab
 

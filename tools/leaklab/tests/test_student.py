@@ -16,7 +16,8 @@ import pytest
 import yaml
 from conftest import git
 
-from leaklab import base, diff
+from leaklab import base
+from leaklab.grading import diff
 from leaklab.spec import lab_slugs, load_lab
 from leaklab.variants import materialise
 

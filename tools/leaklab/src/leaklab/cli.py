@@ -305,8 +305,8 @@ def grade_cmd(
     fixed_duration: FixedOpt = False,
 ) -> None:
     """Grade a fix: unit tests, then the lab's standard load; exit 0 pass, 1 fail."""
-    from leaklab.grade import grade, write_json
-    from leaklab.grade_report import grade_report
+    from leaklab.grading.grade import grade, write_json
+    from leaklab.grading.report import grade_report
 
     lab = load_lab(lab_name)
     if patch is not None:
@@ -333,7 +333,7 @@ def diff_cmd(
     """The learner's change against broken, beside the solution's patch series."""
     from rich.syntax import Syntax
 
-    from leaklab import diff
+    from leaklab.grading import diff
 
     lab = load_lab(lab_name)
     parts = diff.sections(lab, variant)
