@@ -33,9 +33,58 @@ P = ParamSpec("P")
 app = typer.Typer(
     help="Leak Lab: build, run, measure and compare the course's leaking services.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+class Failed(LeakLabError):
+    """What was asked ran and failed (a build, tests, a run): exit 1, not 2."""
+
+
+def failing(func: Callable[P, None]) -> Callable[P, None]:
+    """Inside a build, test or run command, a harness error is that command failing
+    (exit 1); usage and environment errors raised before it (an unknown lab) stay 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            func(*args, **kwargs)
+        except Failed:
+            raise
+        except LeakLabError as exc:
+            if _usage(exc):
+                raise
+            raise Failed(exc.what, exc.fix) from None
+
+    return wrapper
+
+
+def _usage(exc: LeakLabError) -> bool:
+    """Errors about what was typed or what is installed, not about the code built."""
+    words = ("unknown", "no lab", "not installed", "is missing", "does not exist")
+    return any(w in exc.what for w in words)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        from leaklab import __version__
+
+        print(f"leaklab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=version_callback, is_eager=True, help="print the version"
+        ),
+    ] = False,
+) -> None:
+    """Leak Lab: build, run, measure and compare the course's leaking services."""
+
+
 out = Console()
 err = Console(stderr=True)
 
@@ -128,6 +177,7 @@ def list_labs(
 
 @app.command()
 @interruptible
+@failing
 def build(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
     """Build one variant (cached by content) and print where its files are."""
     from leaklab.build import build_variant
@@ -139,6 +189,7 @@ def build(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
 
 @app.command()
 @interruptible
+@failing
 def test(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
     """Run the lab's own unit tests against a variant's source tree."""
     from leaklab.build import build_variant, run_tests
@@ -152,6 +203,7 @@ def test(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
 
 @app.command("run")
 @interruptible
+@failing
 def run_cmd(
     lab_name: LabArg,
     variant: VariantOpt = "broken",
@@ -300,27 +352,95 @@ def grade_cmd(
         Path | None, typer.Option(help="grade broken plus this patch (a submitted fix)")
     ] = None,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="also write the result as JSON (autograders)")
+        Path | None,
+        typer.Option(
+            "--json",
+            metavar="FILE",
+            help="also write the result (docs/grading/result.schema.json); - for stdout",
+        ),
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="also write the result as JUnit XML")
+    ] = None,
+    course: Annotated[
+        str | None,
+        typer.Option(
+            envvar="LEAKLAB_COURSE_REF",
+            help="the course's published commit or tag (root: the first commit): grade "
+            "with its harness and labs/base.toml, never the working tree's",
+        ),
     ] = None,
     fixed_duration: FixedOpt = False,
 ) -> None:
-    """Grade a fix: unit tests, then the lab's standard load; exit 0 pass, 1 fail."""
-    from leaklab.grading.grade import grade, write_json
+    """Grade a fix: unit tests, then the lab's standard load. Exit 0 pass; 1 fail or not
+    attempted; 2 usage or environment."""
+    import os
+
+    from leaklab.base import COURSE_REF_ENV
+    from leaklab.grading import course as published
+    from leaklab.grading import junit as junit_xml
+    from leaklab.grading import result as result_format
+    from leaklab.grading.grade import GradeResult, grade
     from leaklab.grading.report import grade_report
 
+    root = repo_root()
+    commit = published.resolve(root, course) if course else None
+    if commit and not os.environ.get(published.REEXEC_ENV) and published.differs(root, commit):
+        err.print(
+            f"the grader in this tree is not the course's: grading with the published "
+            f"one (commit {commit[:12]})",
+            highlight=False,
+        )
+        raise typer.Exit(published.rerun_published(root, commit, sys.argv[1:]))
+    if commit:
+        os.environ[COURSE_REF_ENV] = commit  # labs/base.toml from the published commit
     lab = load_lab(lab_name)
     if patch is not None:
         if not patch.is_file():
             raise LeakLabError(f"--patch {patch} does not exist", "give the path of a .patch file")
         variant = f"{PATCH_PREFIX}{patch.resolve()}"
-    result = grade(
-        lab, variant, log=lambda s: err.print(s, highlight=False), fixed_duration=fixed_duration
-    )
+    control = published.ignored(root, commit) if commit else []
+    if control:
+        err.print(
+            "ignored (the course's machinery; the published version grades): " + ", ".join(control),
+            highlight=False,
+        )
+    to_stdout = json_out is not None and str(json_out) == "-"
+    show = err if to_stdout else out
+
+    def document(result: GradeResult) -> dict[str, object]:
+        result.ignored = sorted({*result.ignored, *control})
+        editable = [f"labs/{lab.slug}/{e}" for e in lab.editable]
+        return result_format.to_document(
+            result, published.identity(root, commit), published.learner(root, editable)
+        )
+
+    def save(doc: dict[str, object]) -> None:
+        if to_stdout:
+            print(json.dumps(doc, indent=2, sort_keys=True))
+        elif json_out is not None:
+            result_format.write(doc, json_out)
+            show.print(f"result: {json_out}", highlight=False)
+        if junit is not None:
+            junit_xml.write(doc, junit)
+
+    try:
+        result = grade(
+            lab, variant, log=lambda s: err.print(s, highlight=False), fixed_duration=fixed_duration
+        )
+    except LeakLabError as exc:
+        # The grade could not run here (a toolchain, git): an `error` result, exit 2.
+        failed = GradeResult(lab.slug, variant, status="error", stage="error", reason=exc.what)
+        failed.thresholds = {
+            "flat_below": lab.analysis.flat_below,
+            "grows_above": lab.analysis.grows_above,
+        }
+        save(document(failed))
+        raise
+    doc = document(result)
     for line in grade_report(lab, result):
-        out.print(line, highlight=False)
-    if json_out is not None:
-        write_json(result, json_out)
-        out.print(f"result: {json_out}")
+        show.print(line, highlight=False)
+    save(doc)
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -523,4 +643,5 @@ def main() -> None:
         err.print(f"[red]error:[/red] {exc.what}", highlight=False)
         if exc.fix:
             err.print(f"[yellow]fix:[/yellow] {exc.fix}", highlight=False)
-        sys.exit(2)
+        # 1: what was asked ran and failed; 2: usage or environment.
+        sys.exit(1 if isinstance(exc, Failed) else 2)
