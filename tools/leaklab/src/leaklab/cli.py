@@ -362,6 +362,9 @@ def grade_cmd(
     junit: Annotated[
         Path | None, typer.Option(metavar="FILE", help="also write the result as JUnit XML")
     ] = None,
+    plot: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="also plot the graded run (PNG)")
+    ] = None,
     course: Annotated[
         str | None,
         typer.Option(
@@ -441,6 +444,11 @@ def grade_cmd(
     for line in grade_report(lab, result):
         show.print(line, highlight=False)
     save(doc)
+    if plot is not None and result.dataset:
+        from leaklab import dataset, report
+
+        graded = dataset.read(Path(result.dataset).with_suffix(".json"))
+        show.print(f"plot: {report.plot(lab, [graded], plot)}", highlight=False)
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -464,6 +472,70 @@ def diff_cmd(
         html_out.parent.mkdir(parents=True, exist_ok=True)
         html_out.write_text(diff.to_html(lab, parts))
         out.print(f"html: {html_out}")
+
+
+class_app = typer.Typer(
+    help="Instructors: many students' grade results (docs/grading/).", no_args_is_help=True
+)
+app.add_typer(class_app, name="class")
+
+
+@class_app.command("board")
+def class_board(
+    results: Annotated[
+        Path, typer.Argument(help="a folder of result files: <student>/grade-NN.json")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the page to write")] = Path(
+        "board.html"
+    ),
+    grader_tree: Annotated[
+        str | None,
+        typer.Option(
+            help="the published grader's tree id (default: tools/leaklab in this checkout)"
+        ),
+    ] = None,
+) -> None:
+    """One static page: a row per student, a column per lab. Exit 1 when some files
+    could not be used (each named, with why); the page is written regardless."""
+    from leaklab import base
+    from leaklab.grading import board
+
+    if not results.is_dir():
+        raise LeakLabError(f"{results} is not a folder", "give the folder the results are in")
+    root = repo_root()
+    tree = grader_tree or base.git_or_empty(
+        root, "rev-parse", "-q", "--verify", "HEAD:tools/leaklab"
+    )
+    collected = board.collect(results, lab_slugs(root))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(board.render(collected, tree or None))
+    for problem in collected.problems:
+        err.print(f"skipped {problem}", highlight=False, markup=False)
+    out.print(f"board: {output} ({len(collected.cells)} students)", highlight=False)
+    if collected.problems:
+        raise typer.Exit(1)
+
+
+@class_app.command("summary")
+def class_summary(
+    files: Annotated[list[Path], typer.Argument(help="result files (grade --json)")],
+) -> None:
+    """The results as Markdown, for $GITHUB_STEP_SUMMARY."""
+    from leaklab.grading import result as result_format
+    from leaklab.grading import summary
+
+    bad = False
+    for path in files:
+        try:
+            doc = result_format.read(path)
+        except ValueError as exc:
+            err.print(f"{path}: {exc}", highlight=False, markup=False)
+            bad = True
+            continue
+        for line in summary.markdown(doc):
+            print(line)
+    if bad:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -5,7 +5,7 @@ agrees with itself: the record matches the files, every recorded tree is the one
 commits (so every clone has it, not only the maintainer's), every solution stage
 materialises (its patches apply in order), and every lab has its README (with the
 manifest's hints), notebook, deck, datasets, grading cases, a row in the course map, a
-classroom grading step and a regression test named by its fix.
+grading workflow's timeout and a regression test named by its fix.
 """
 
 from __future__ import annotations
@@ -131,12 +131,10 @@ def _file_problems(lab: Lab) -> list[str]:
         if len(list((grading / folder).glob("*.patch"))) < 2:
             problems.append(f"{slug}: needs two or more grading cases in {grading / folder}")
     problems += _map_problems(lab)
-    classroom = root / ".github" / "workflows" / "classroom.yml"
-    text = classroom.read_text() if classroom.is_file() else ""
-    if f"leaklab grade {lab.number} " not in text:
-        problems.append(
-            f"{slug}: {classroom.relative_to(root)} has no `leaklab grade {lab.number}` step"
-        )
+    workflow = root / ".github" / "workflows" / "grade.yml"
+    text = workflow.read_text() if workflow.is_file() else ""
+    if f'"{lab.number}":' not in text:
+        problems.append(f"{slug}: {workflow.relative_to(root)} has no timeout for lab {lab.number}")
     if lab.patches and not lab.regression_tests:
         problems.append(f"{slug}: [variants] regression_tests names no test added by the fix")
     return problems

@@ -102,8 +102,14 @@ def differs(root: Path, commit: str) -> bool:
 
 
 def ignored(root: Path, commit: str) -> list[str]:
-    """The learner's changes (committed or not) to the course's machinery."""
-    changed = base.git_or_empty(root, "diff", "--name-only", commit, "--", *CONTROL_PATHS)
+    """The learner's changes to the course's machinery: committed (even when the
+    workflow has put the published files back in the working tree) or not."""
+    committed = base.git_or_empty(root, "diff", "--name-only", commit, "HEAD", "--", *CONTROL_PATHS)
+    changed = (
+        committed
+        + "\n"
+        + base.git_or_empty(root, "diff", "--name-only", commit, "--", *CONTROL_PATHS)
+    )
     added = base.git_or_empty(
         root, "ls-files", "--others", "--exclude-standard", "--", *CONTROL_PATHS
     )
