@@ -64,7 +64,18 @@ def actions_env(home: Path, **extra: str) -> dict[str, str]:
     """What a workflow step sees, and nothing of this machine's shell: PATH and HOME
     (the runner's toolchains and caches), the step's own variables. FORCE_COLOR as the
     old grader action set it, to show that it no longer draws a bar into the log."""
+    # This machine's network settings (its CA bundle, a proxy, a Go proxy) stand in for
+    # what a runner's image has built in; nothing else of this shell is passed.
+    network = {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("SSL_", "PIP_", "UV_", "GOPROXY", "GONOSUMDB", "GOFLAGS"))
+        or "CA_BUNDLE" in k
+        or "CA_CERTS" in k
+        or k.lower() in ("http_proxy", "https_proxy", "no_proxy")
+    }
     return {
+        **network,
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "FORCE_COLOR": "true",
