@@ -510,7 +510,7 @@ def class_board(
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(board.render(collected, tree or None))
     for problem in collected.problems:
-        err.print(f"skipped {problem}", highlight=False, markup=False)
+        err.print(f"skipped {problem}", highlight=False, markup=False, soft_wrap=True)
     out.print(f"board: {output} ({len(collected.cells)} students)", highlight=False)
     if collected.problems:
         raise typer.Exit(1)
@@ -529,7 +529,7 @@ def class_summary(
         try:
             doc = result_format.read(path)
         except ValueError as exc:
-            err.print(f"{path}: {exc}", highlight=False, markup=False)
+            err.print(f"{path}: {exc}", highlight=False, markup=False, soft_wrap=True)
             bad = True
             continue
         for line in summary.markdown(doc):

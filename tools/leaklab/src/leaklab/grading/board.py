@@ -48,14 +48,14 @@ def collect(folder: Path, labs: list[str]) -> Board:
             continue
         row = board.cells.setdefault(student, {})
         earlier = row.get(doc["lab"])
+        doc["_file"] = shown
         if earlier is not None:
-            keep, _ = sorted([earlier, doc], key=lambda d: d["started_at"], reverse=True)
+            keep, drop = sorted([earlier, doc], key=lambda d: d["started_at"], reverse=True)
             board.problems.append(
-                f"{shown}: a second result for {student}, lab {doc['lab']}: "
-                f"kept the one started {keep['started_at']}"
+                f"{drop['_file']}: a second result for {student}, lab {doc['lab']} "
+                f"(with {keep['_file']}): the newer one is on the board"
             )
             doc = keep
-        doc["_file"] = shown
         row[doc["lab"]] = doc
     return board
 
@@ -69,8 +69,7 @@ def _student(folder: Path, path: Path) -> str:
 
 def flags(doc: dict[str, Any], published_tree: str | None) -> list[str]:
     found = []
-    slope, t = doc.get("slope"), doc["thresholds"]
-    if slope and any(slope["low"] <= x <= slope["high"] for x in t.values()):
+    if borderline(doc):
         found.append("borderline: regrade")
     grader = doc["grader"]
     tree = grader.get("tree") or grader.get("published_tree")
@@ -79,6 +78,24 @@ def flags(doc: dict[str, Any], published_tree: str | None) -> list[str]:
     if grader["version"] != __version__:
         found.append(f"old grader {grader['version']}")
     return found
+
+
+# How close the deciding bound may come to its threshold before a verdict is called
+# borderline: within a tenth of the threshold.
+MARGIN = 0.1
+
+
+def borderline(doc: dict[str, Any]) -> bool:
+    """Whether the bound that decided touches its threshold: a pass's upper bound near
+    `flat_below`, a fail's lower bound near `grows_above`; an unclear verdict always."""
+    slope, t = doc.get("slope"), doc["thresholds"]
+    if not slope or doc["stage"] not in ("verdict", "cross-check", "checks"):
+        return False
+    if doc.get("verdict") == "unclear":
+        return True
+    if doc["passed"]:
+        return bool(slope["high"] >= (1 - MARGIN) * t["flat_below"])
+    return bool(doc.get("verdict") == "grows" and slope["low"] <= (1 + MARGIN) * t["grows_above"])
 
 
 def interval_svg(doc: dict[str, Any], width: int = 150, height: int = 26) -> str:
@@ -119,7 +136,7 @@ def cell(doc: dict[str, Any] | None, published_tree: str | None) -> str:
     figure = (
         f"{slope['slope']:.3g} [{slope['low']:.3g}, {slope['high']:.3g}] {doc.get('unit') or ''}"
         if slope
-        else html.escape(doc["stage"])
+        else ("unchanged" if status == "not_attempted" else html.escape(doc["stage"]))
     )
     chips = "".join(
         f'<span class="flag">{html.escape(f)}</span>' for f in flags(doc, published_tree)
