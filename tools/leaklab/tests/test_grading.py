@@ -1,0 +1,82 @@
+"""The grading package's pure parts: the failed assertion read from each toolchain's
+test log (Go's is lab 01's real log from a grade of a wrong fix; the others are the
+runners' documented output forms), the job summary and JUnit rows of a result."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from leaklab.grading import failures, junit, summary
+from leaklab.grading import result as result_format
+
+REAL = Path(__file__).parent / "grading-results"
+
+GO = """$ go test -race -count=1 -timeout 30s ./...
+--- FAIL: TestDoSuccess (0.00s)
+    engine_test.go:47: Do 0: seq = 0, want 1
+    engine_test.go:47: Do 1: seq = 0, want 2
+panic: test timed out after 30s
+goroutine 1 [chan receive]:
+FAIL	leaklab.dev/bulkabort/bulk	30.041s
+ok  	leaklab.dev/bulkabort/checkin	1.032s
+FAIL
+"""
+RUST = """running 3 tests
+test memory_stays_bounded ... FAILED
+
+failures:
+
+---- memory_stays_bounded stdout ----
+
+thread 'memory_stays_bounded' panicked at tests/regression.rs:41:5:
+live heap 4441844 B above the budget 2048000 B
+note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
+"""
+EXUNIT = """
+  1) test a repeat request answers changed: false (SocketApi.ChannelTest)
+     test/channel_test.exs:30
+     Assertion with == failed
+     code:  assert reply.changed == false
+     left:  true
+     right: false
+"""
+SCALA = """[info] BacklogRegressionSpec:
+[info] - keeps the backlog bounded *** FAILED ***
+[info]   1000 was not less than or equal to 64 (BacklogRegressionSpec.scala:22)
+"""
+
+
+def test_the_failed_assertion_of_each_toolchain() -> None:
+    assert failures.assertions(GO) == ["TestDoSuccess: engine_test.go:47: Do 0: seq = 0, want 1"]
+    assert failures.assertions(RUST) == [
+        "memory_stays_bounded (tests/regression.rs:41:5): live heap 4441844 B above the "
+        "budget 2048000 B"
+    ]
+    (ex,) = failures.assertions(EXUNIT)
+    assert ex.startswith("a repeat request answers changed: false (SocketApi.ChannelTest)")
+    assert "Assertion with == failed" in ex and "left:  true" in ex
+    assert failures.assertions(SCALA) == [
+        "keeps the backlog bounded: 1000 was not less than or equal to 64 "
+        "(BacklogRegressionSpec.scala:22)"
+    ]
+    assert failures.assertions("ok  \tall good\n") == []
+
+
+def test_the_summary_row_and_junit_of_a_real_failed_grade() -> None:
+    doc = json.loads((REAL / "01-broken.json").read_text())
+    assert result_format.problems(doc) == []
+    text = "\n".join(summary.markdown(doc))
+    assert "| 01-go-bulk-abort | ❌ failed | 0/10 | 95 [79.1, 111] MB/min |" in text
+    assert "**hint:**" in text
+    xml = junit.to_xml(doc)
+    assert 'name="verdict"' in xml and 'failures="2"' in xml  # the verdict and one check
+
+
+def test_a_result_that_breaks_the_schema_says_where() -> None:
+    doc = json.loads((REAL / "01-fixed.json").read_text())
+    doc["status"] = "great"
+    del doc["grader"]
+    found = result_format.problems(doc)
+    assert any(p.startswith("status:") for p in found)
+    assert any("'grader' is a required property" in p for p in found)
