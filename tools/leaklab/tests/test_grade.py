@@ -242,6 +242,15 @@ def test_a_tree_that_breaks_the_unit_tests_fails(graded_repo: Path) -> None:
     result = grade(load_lab("90", graded_repo), "mine", log=quiet)
     assert (result.passed, result.stage) == (False, "tests")
     assert "unit tests fail" in result.reason
+    assert result.hint and "leaklab test 90" in result.hint  # advice for this gate
+    # Tests that fail are what was asked failing: exit 1. A lab that does not exist is
+    # a usage error: exit 2 (ecosystem review, minor item 8).
+    env = {**os.environ, "LEAKLAB_ROOT": str(graded_repo)}
+    cli = [sys.executable, "-m", "leaklab", "test"]
+    failed = subprocess.run([*cli, "90", "--variant", "mine"], env=env, capture_output=True)
+    assert failed.returncode == 1, failed.stderr
+    typo = subprocess.run([*cli, "42"], env=env, capture_output=True)
+    assert typo.returncode == 2, typo.stderr
 
 
 def test_a_patch_that_does_not_apply_fails_at_build(graded_repo: Path) -> None:
