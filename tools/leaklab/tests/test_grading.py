@@ -5,11 +5,13 @@ runners' documented output forms), the job summary and JUnit rows of a result.""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
 
 from leaklab.grading import failures, junit, summary
+from leaklab.grading import grade as grade_module
 from leaklab.grading import result as result_format
 from leaklab.progress import LiveProgress
 from leaklab.samplers import Recorder
@@ -99,3 +101,30 @@ def test_forced_colour_off_a_terminal_prints_lines_not_a_bar(
     err = capfd.readouterr().err
     assert "\r" not in err and "\x1b[" not in err.replace("\x1b[0m", "")
     assert "90-fake fixed: load 1/30 s" in err
+
+
+def test_time_to_limit_is_passed_through_and_valid() -> None:
+    """Another module adds `time_to_limit` to run summaries; the result carries it."""
+
+    @dataclass
+    class TimeToLimit:
+        series: str
+        limit_bytes: float
+        limit_label: str
+        minutes: float | None
+        minutes_low: float | None
+        minutes_high: float | None
+        text: str
+
+    @dataclass
+    class Summary:
+        time_to_limit: TimeToLimit | None
+
+    found = TimeToLimit("rss_bytes", 1e9, "1 GB", 10.5, 9.0, 12.5, "1 GB in about 10 min")
+    passed = grade_module._time_to_limit(Summary(found))
+    assert passed == asdict(found)
+    assert grade_module._time_to_limit(Summary(None)) is None
+    assert grade_module._time_to_limit(object()) is None
+    doc = json.loads((REAL / "01-fixed.json").read_text())
+    assert result_format.problems({**doc, "time_to_limit": passed}) == []
+    assert result_format.problems({**doc, "time_to_limit": {"series": "x"}}) != []
