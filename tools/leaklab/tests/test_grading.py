@@ -5,12 +5,14 @@ runners' documented output forms), the job summary and JUnit rows of a result.""
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
 
-from leaklab.grading import failures, junit, summary
+from leaklab.errors import LeakLabError
+from leaklab.grading import course, failures, junit, summary
 from leaklab.grading import grade as grade_module
 from leaklab.grading import result as result_format
 from leaklab.progress import LiveProgress
@@ -128,3 +130,12 @@ def test_time_to_limit_is_passed_through_and_valid() -> None:
     doc = json.loads((REAL / "01-fixed.json").read_text())
     assert result_format.problems({**doc, "time_to_limit": passed}) == []
     assert result_format.problems({**doc, "time_to_limit": {"series": "x"}}) != []
+
+
+def test_a_repository_without_history_has_no_published_commit(tmp_path: Path) -> None:
+    """Bad input: `--course root` where there is no commit at all, or two first commits."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    with pytest.raises(LeakLabError, match="no history"):
+        course.root_commit(tmp_path)
+    with pytest.raises(LeakLabError, match="is not in this repository"):
+        course.resolve(tmp_path, "v2026.11")
