@@ -5,7 +5,9 @@ runners' documented output forms), the job summary and JUnit rows of a result.""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -139,3 +141,24 @@ def test_a_repository_without_history_has_no_published_commit(tmp_path: Path) ->
         course.root_commit(tmp_path)
     with pytest.raises(LeakLabError, match="is not in this repository"):
         course.resolve(tmp_path, "v2026.11")
+
+
+def test_shell_completion_offers_the_labs() -> None:
+    """Completion (ecosystem review, minor item 10): lab numbers and folders."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "leaklab")],  # completion keys on the program name
+        env={
+            **os.environ,
+            "_LEAKLAB_COMPLETE": "complete_bash",
+            "COMP_WORDS": "leaklab grade 01",
+            "COMP_CWORD": "2",
+        },
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.stdout.split() == ["01", "01-go-bulk-abort"], done.stderr
+    version = subprocess.run(
+        [sys.executable, "-m", "leaklab", "--version"], capture_output=True, text=True, check=True
+    )
+    assert version.stdout.startswith("leaklab 0.")

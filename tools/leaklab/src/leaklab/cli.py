@@ -88,8 +88,20 @@ def _main(
 out = Console()
 err = Console(stderr=True)
 
+
+def _complete_lab(incomplete: str) -> list[str]:
+    """Shell completion of a lab argument: the course's lab numbers and folders."""
+    slugs = lab_slugs()
+    return [c for s in slugs for c in (s[:2], s) if c.startswith(incomplete)]
+
+
 LabArg = Annotated[
-    str, typer.Argument(metavar="LAB", help="lab number or folder, e.g. 01 or 01-go-bulk-abort")
+    str,
+    typer.Argument(
+        metavar="LAB",
+        help="lab number or folder, e.g. 01 or 01-go-bulk-abort",
+        autocompletion=_complete_lab,
+    ),
 ]
 VariantOpt = Annotated[
     str, typer.Option("--variant", "-v", help="broken, stage-K, fixed, or mine (your edits)")
