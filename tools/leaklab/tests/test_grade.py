@@ -132,12 +132,17 @@ def test_changes_outside_the_service_are_ignored_committed_or_not(graded_repo: P
     git(graded_repo, "commit", "-qam", "a lighter load and a looser rule")
     reference = graded_repo / "datasets" / "90-fake" / "fixed.json"
     reference.write_text(reference.read_text().replace('"ok"', '"ok_"'))  # uncommitted
-    result = grade(load_lab("90", graded_repo), "mine", log=quiet)
-    assert result.ignored == [
+    ignored = [
         "datasets/90-fake/fixed.json",
         "labs/90-fake/lab.toml",
         "labs/90-fake/load/load.py",
     ]
+    # The service itself is untouched: "mine" is not attempted, and says what it ignored.
+    mine = grade(load_lab("90", graded_repo), "mine", log=quiet)
+    assert (mine.status, mine.ignored) == ("not_attempted", ignored)
+    # Graded, the same tree meets the published load and rule: it still fails.
+    result = grade(load_lab("90", graded_repo), "broken", log=quiet)
+    assert result.ignored == ignored
     assert (result.passed, result.stage, result.verdict) == (False, "verdict", "grows")
     assert result.thresholds["flat_below"] == 1.0
 

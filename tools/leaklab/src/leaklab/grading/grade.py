@@ -258,6 +258,8 @@ def _graded(
     if variant == "mine" and not edited(lab):
         result = GradeResult(lab.slug, variant, status="not_attempted")
         result.thresholds = _thresholds(lab)
+        # What they did change, outside what the lab lets them edit, is still worth saying.
+        result.ignored = ignored_changes(lab, variant)
         return _fail(result, "scope", "nothing changed in the lab's editable folders")
     result = _gate(lab, variant, log)
     if result.stage != READY:
