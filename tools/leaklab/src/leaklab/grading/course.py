@@ -25,6 +25,7 @@ tree's grader runs and the result says `published: null`.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -82,13 +83,17 @@ def running_grader() -> Path:
 
 def export(root: Path, commit: str) -> Path:
     """The published grader's files, laid out like the repository, cached by tree id."""
-    key = tree(root, commit)
-    home = work_dir(root) / "grader" / key[:16]
+    trees = [tree(root, commit, path) for path in GRADER_PATHS]
+    if not trees[0]:
+        raise LeakLabError(
+            f"the course's commit {commit[:12]} has no {GRADER}",
+            "pass the course's published commit or tag with --course",
+        )
+    home = work_dir(root) / "grader" / "-".join(t[:12] or "none" for t in trees)
     if not (home / GRADER).is_dir():
         staging = home.with_name(home.name + ".staging")
-        subprocess.run(["rm", "-rf", str(staging)], check=True)
-        for path in GRADER_PATHS:
-            subtree = tree(root, commit, path)
+        shutil.rmtree(staging, ignore_errors=True)
+        for path, subtree in zip(GRADER_PATHS, trees, strict=True):
             if subtree:
                 base.export_tree(root, subtree, "", staging / path)
         staging.rename(home)
