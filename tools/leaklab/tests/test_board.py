@@ -157,8 +157,8 @@ def test_the_board_shows_every_student_and_names_every_bad_file(tmp_path: Path) 
     rows = re.findall(r'<tr><th scope="row">(student-\d\d)</th>', body)
     assert rows == [f"student-{i:02d}" for i in range(STUDENTS)]
     assert body.count("<td class=") == STUDENTS * len(lab_slugs(REPO))
-    # The real files: the fixed run's upper bound 6.06 is far from flat_below 10, the
-    # broken run's lower bound 79 far above grows_above 5: neither is borderline.
+    # The real files: the fixed run's upper bound (5.8) is well below flat_below 10, the
+    # broken run's lower bound (69.6) far above grows_above 5: neither is borderline.
     assert body.count("borderline: regrade") == expected["borderline"] > 0
     assert body.count("not the published grader") == expected["not published"]
     assert body.count("old grader 0.0.9") == expected["old"]
