@@ -33,7 +33,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from leaklab.grade import grade
+from leaklab.grading.grade import grade
 from leaklab.paths import work_dir
 from leaklab.spec import Lab, load_lab
 from leaklab.variants import PATCH_PREFIX

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import git, publish
 
-from leaklab import base, dev, diff
+from leaklab import base, dev
 from leaklab.errors import LeakLabError
+from leaklab.grading import diff
 from leaklab.spec import load_lab
 from leaklab.variants import materialise
 

@@ -1,7 +1,8 @@
 """The GitHub workflows match the course: CI has a job for every lab and one for the
-harness, and together they select every test once; the classroom workflow grades every
-lab in the layout GitHub Classroom's reporter needs; and every command either workflow
-runs is a script, a Make target or a `.venv/bin` program that exists here."""
+harness, and together they select every test once; the grade workflow grades a push's
+changed labs, a job each, with the published grader, saving its caches and reporting
+whatever the outcome; and every course command either workflow runs exists here.
+(GitHub Classroom, which this file once checked, was retired on 2026-08-28.)"""
 
 from __future__ import annotations
 
@@ -25,8 +26,6 @@ from leaklab.spec import lab_slugs
 ROOT = Path(__file__).resolve().parents[3]
 WORKFLOWS = ROOT / ".github" / "workflows"
 LABS = lab_slugs()
-GRADER = "classroom-resources/autograding-command-grader@v1"
-REPORTER = "classroom-resources/autograding-grading-reporter@v1"
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 
 
@@ -116,71 +115,93 @@ def test_the_selection_logic_can_tell() -> None:
 # ---------------------------------------------------------------- Classroom
 
 
-def classroom_job() -> dict[str, Any]:
-    config = workflow("classroom.yml")
-    # Classroom's reporter only uploads points from this workflow name and job name.
-    assert config["name"] == "Autograding Tests"
-    assert list(config["jobs"]) == ["run-autograding-tests"]
-    job = config["jobs"]["run-autograding-tests"]
-    assert isinstance(job, dict)
-    return job
+def grade_workflow() -> dict[str, Any]:
+    return workflow("grade.yml")
 
 
-def test_classroom_grades_every_lab() -> None:
-    job = classroom_job()
-    graders = [s for s in steps(job) if s.get("uses") == GRADER]
-    by_lab = {}
-    for step in graders:
-        args = step["with"]
-        m = re.fullmatch(
-            r"\.venv/bin/leaklab grade (\d\d)(?: --json grade-\1\.json)?", args["command"]
-        )
-        assert m, args["command"]
-        by_lab[m.group(1)] = step
-        assert args["setup-command"] == f"scripts/setup --lab {m.group(1)}"
-        assert args["test-name"].startswith(f"Lab {m.group(1)}")
-        assert 0 < int(args["timeout"]) <= 60, "minutes"
-        assert int(args["max-score"]) > 0
-    assert sorted(by_lab) == sorted(number(s) for s in LABS), "one graded step per lab"
-    total = sum(int(s["with"]["timeout"]) for s in graders)
-    assert total <= int(job["timeout-minutes"]), "the job would stop before its graders"
+def test_no_retired_classroom_piece_is_left() -> None:
+    """GitHub Classroom was retired on 2026-08-28: its workflow, its actions and its
+    docs are gone, and no workflow uses an action of classroom-resources."""
+    assert not (WORKFLOWS / "classroom.yml").exists()
+    assert not (ROOT / "docs" / "classroom").exists()
+    for path in WORKFLOWS.glob("*.yml"):
+        assert "classroom-resources/" not in path.read_text(), path.name
 
 
-def test_classroom_checks_out_the_published_code_too() -> None:
-    """A grade starts from each lab's published tree (labs/base.toml), which a student's
-    commits replace at HEAD: the checkout must bring the history that still holds it."""
-    (checkout,) = [
-        s for s in steps(classroom_job()) if s.get("uses", "").startswith("actions/checkout@")
-    ]
-    assert checkout.get("with", {}).get("fetch-depth") == 0
+def test_grade_runs_on_the_runner_ci_validates() -> None:
+    """The grade and CI run on one pinned image: a moving `ubuntu-latest` would grade
+    lab 03 on an OTP CI never ran (review M4)."""
+    ci_runners = {job["runs-on"] for job in workflow("ci.yml")["jobs"].values()}
+    grade_runners = {job["runs-on"] for job in grade_workflow()["jobs"].values()}
+    assert ci_runners == grade_runners == {"ubuntu-24.04"}
 
 
-def test_classroom_reporter_reads_every_graders_result() -> None:
-    all_steps = steps(classroom_job())
-    ids = [s["id"] for s in all_steps if s.get("uses") == GRADER]
-    (reporter,) = [i for i, s in enumerate(all_steps) if s.get("uses") == REPORTER]
-    last_grader = max(i for i, s in enumerate(all_steps) if s.get("uses") == GRADER)
-    assert reporter > last_grader, "the reporter runs after every grader"
-    step = all_steps[reporter]
-    assert step["with"]["runners"].split(",") == ids
-    for runner in ids:
-        want = f"${{{{ steps.{runner}.outputs.result }}}}"
-        assert step["env"][f"{runner.upper()}_RESULTS"] == want, runner
+def test_grade_has_a_job_per_changed_lab_with_a_timeout_for_each() -> None:
+    jobs = grade_workflow()["jobs"]
+    grade = jobs["grade"]
+    assert grade["needs"] == "changed"
+    assert grade["strategy"]["matrix"]["lab"] == "${{ fromJSON(needs.changed.outputs.labs) }}"
+    assert grade["strategy"]["fail-fast"] is False
+    timeouts = re.search(r"fromJSON\('(\{.*?\})'\)\[matrix\.lab\]", grade["timeout-minutes"])
+    assert timeouts, grade["timeout-minutes"]
+    minutes = {k: int(v) for k, v in yaml.safe_load(timeouts.group(1)).items()}
+    assert sorted(minutes) == sorted(number(s) for s in LABS)
+    assert all(0 < m <= 60 for m in minutes.values())
+    assert jobs["changed"]["timeout-minutes"] <= 5
 
 
-def test_the_instructor_docs_show_the_workflows_graders() -> None:
-    """docs/classroom/README.md tabulates each grader; the table follows the workflow."""
-    docs = (ROOT / "docs" / "classroom" / "README.md").read_text()
-    for step in steps(classroom_job()):
-        if step.get("uses") != GRADER:
-            continue
-        args = step["with"]
-        lab = args["command"].split()[2]
-        row = (
-            f"| {lab} | `{args['setup-command']}` | `{args['command']}` | "
-            f"{args['timeout']} min | {args['max-score']} |"
-        )
-        assert row in docs, f"docs/classroom/README.md: expected the row {row}"
+def test_grade_checks_out_the_history_that_holds_the_published_commit() -> None:
+    for job in grade_workflow()["jobs"].values():
+        checkout = [s for s in steps(job) if s.get("uses", "").startswith("actions/checkout@")]
+        assert checkout and checkout[0].get("with", {}).get("fetch-depth") == 0
+
+
+def test_grade_saves_its_caches_whatever_the_grade() -> None:
+    """C1: a cache saved only on success is never saved while a lab fails."""
+    job = grade_workflow()["jobs"]["grade"]
+    uses = [s.get("uses", "") for s in steps(job)]
+    assert not any(u.startswith("actions/cache@") for u in uses), "saves on success only"
+    restore = next(s for s in steps(job) if s.get("uses", "").startswith("actions/cache/restore@"))
+    save = next(s for s in steps(job) if s.get("uses", "").startswith("actions/cache/save@"))
+    assert save["if"].startswith("always()")
+    assert save["with"]["path"] == restore["with"]["path"]
+    assert "steps.cache.outputs.cache-primary-key" in save["with"]["key"]
+    grade_at = next(i for i, s in enumerate(steps(job)) if s.get("name") == "grade")
+    assert uses.index(save["uses"]) > grade_at > uses.index(restore["uses"])
+
+
+def test_grade_reports_whatever_the_grade() -> None:
+    """Summary, commit status and upload run after a failed grade too."""
+    job = grade_workflow()["jobs"]["grade"]
+    after = steps(job)[next(i for i, s in enumerate(steps(job)) if s.get("name") == "grade") + 1 :]
+    names = {s.get("name") for s in after}
+    assert {"job summary", "commit status", "upload the result and its plot"} <= names
+    assert all(s.get("if", "").startswith("always()") for s in after)
+    assert job["permissions"]["statuses"] == "write"
+    status = next(s for s in after if s.get("name") == "commit status")
+    assert "/statuses/$GITHUB_SHA" in status["run"]
+
+
+def test_grade_uses_the_published_grader() -> None:
+    """M3: the harness, scripts and labs/base.toml of the course's commit grade, and the
+    grade is told that commit (it lists the learner's edits to them as ignored)."""
+    job = grade_workflow()["jobs"]["grade"]
+    runs = [s.get("run", "") for s in steps(job)]
+    restore = next(i for i, r in enumerate(runs) if 'git checkout "$COURSE" --' in r)
+    setup = next(i for i, r in enumerate(runs) if r.startswith("scripts/setup"))
+    grade = next(i for i, r in enumerate(runs) if "leaklab grade" in r)
+    assert restore < setup < grade
+    for path in ("tools", "scripts", "labs/base.toml"):
+        assert f" {path}" in runs[restore]
+    assert '--course "$COURSE"' in runs[grade]
+
+
+def test_run_steps_take_values_from_the_environment_not_expressions() -> None:
+    """An expression pasted into a script is shell injection waiting for a branch name;
+    and the test that runs these steps as Actions would can run them as they are."""
+    for job in grade_workflow()["jobs"].values():
+        for step in steps(job):
+            assert "${{" not in step.get("run", ""), step.get("name")
 
 
 # ---------------------------------------------------------------- commands
@@ -189,7 +210,7 @@ def test_the_instructor_docs_show_the_workflows_graders() -> None:
 def commands() -> Iterator[tuple[str, str]]:
     """(where, command line) for every run/command/setup-command in both workflows, with
     CI's matrix values filled in."""
-    for name in ("ci.yml", "classroom.yml"):
+    for name in ("ci.yml", "grade.yml"):
         for job_name, job in workflow(name)["jobs"].items():
             matrix = job.get("strategy", {}).get("matrix", {}).get("include", [{}])
             for entry in matrix:
@@ -200,8 +221,12 @@ def commands() -> Iterator[tuple[str, str]]:
                         filled = EXPRESSION.sub(lambda m, e=entry: fill(m.group(1), e), text)
                         for line in filled.splitlines():
                             for part in re.split(r"&&|\|\||;", line):
-                                if part.strip():
-                                    yield f"{name}:{job_name}", part.strip()
+                                part = part.strip()
+                                # grade.yml's own shell (git, jq, gh) is run by the
+                                # test that runs its steps; here: the course's programs.
+                                ours = part.startswith((".venv/bin/", "scripts/", "make "))
+                                if part and (name == "ci.yml" or ours):
+                                    yield f"{name}:{job_name}", part
 
 
 def fill(expression: str, entry: dict[str, str]) -> str:

@@ -13,11 +13,12 @@ from pathlib import Path
 import pytest
 from test_student import FIX as STUDENT_FIX
 
-from leaklab import dataset, dev, diff, report
+from leaklab import dataset, dev, report
 from leaklab.analysis import Fit
 from leaklab.build import build_tree, build_variant, run_tests
 from leaklab.errors import LeakLabError
-from leaklab.grade import READY, gate, grade
+from leaklab.grading import diff
+from leaklab.grading.grade import READY, gate, grade
 from leaklab.notebooks import execute
 from leaklab.spec import lab_slugs, load_lab
 from leaklab.variants import materialise

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -13,12 +14,14 @@ import pytest
 from conftest import git, publish
 from test_base import add_regression_test
 
-from leaklab import diff
-from leaklab import grade as grade_module
+from leaklab import base
 from leaklab.build import build_variant, run_tests
 from leaklab.dataset import Dataset
 from leaklab.errors import LeakLabError
-from leaklab.grade import evaluate, grade, ignored_changes, measure, published_lab
+from leaklab.grading import diff
+from leaklab.grading import grade as grade_module
+from leaklab.grading import result as result_format
+from leaklab.grading.grade import evaluate, grade, ignored_changes, measure, published_lab
 from leaklab.runner import RunOptions, run
 from leaklab.spec import GradeCheck, load_lab
 
@@ -121,12 +124,17 @@ def test_changes_outside_the_service_are_ignored_committed_or_not(graded_repo: P
     git(graded_repo, "commit", "-qam", "a lighter load and a looser rule")
     reference = graded_repo / "datasets" / "90-fake" / "fixed.json"
     reference.write_text(reference.read_text().replace('"ok"', '"ok_"'))  # uncommitted
-    result = grade(load_lab("90", graded_repo), "mine", log=quiet)
-    assert result.ignored == [
+    ignored = [
         "datasets/90-fake/fixed.json",
         "labs/90-fake/lab.toml",
         "labs/90-fake/load/load.py",
     ]
+    # The service itself is untouched: "mine" is not attempted, and says what it ignored.
+    mine = grade(load_lab("90", graded_repo), "mine", log=quiet)
+    assert (mine.status, mine.ignored) == ("not_attempted", ignored)
+    # Graded, the same tree meets the published load and rule: it still fails.
+    result = grade(load_lab("90", graded_repo), "broken", log=quiet)
+    assert result.ignored == ignored
     assert (result.passed, result.stage, result.verdict) == (False, "verdict", "grows")
     assert result.thresholds["flat_below"] == 1.0
 
@@ -231,6 +239,15 @@ def test_a_tree_that_breaks_the_unit_tests_fails(graded_repo: Path) -> None:
     result = grade(load_lab("90", graded_repo), "mine", log=quiet)
     assert (result.passed, result.stage) == (False, "tests")
     assert "unit tests fail" in result.reason
+    assert result.hint and "leaklab test 90" in result.hint  # advice for this gate
+    # Tests that fail are what was asked failing: exit 1. A lab that does not exist is
+    # a usage error: exit 2 (ecosystem review, minor item 8).
+    env = {**os.environ, "LEAKLAB_ROOT": str(graded_repo)}
+    cli = [sys.executable, "-m", "leaklab", "test"]
+    failed = subprocess.run([*cli, "90", "--variant", "mine"], env=env, capture_output=True)
+    assert failed.returncode == 1, failed.stderr
+    typo = subprocess.run([*cli, "42"], env=env, capture_output=True)
+    assert typo.returncode == 2, typo.stderr
 
 
 def test_a_patch_that_does_not_apply_fails_at_build(graded_repo: Path) -> None:
@@ -258,13 +275,33 @@ def test_cli_exit_codes_and_json(graded_repo: Path, tmp_path: Path) -> None:
         check=False,
     )
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert "PASS" in passed.stdout
+    assert "PASS" in passed.stdout and "hint:" not in passed.stdout
     body = json.loads((tmp_path / "ok.json").read_text())
     assert body["passed"] is True and body["lab"] == "90-fake" and body["versions"]
-    failed = subprocess.run(
-        [*cmd, "--variant", "broken"], env=env, capture_output=True, text=True, check=False
+    assert result_format.problems(body) == []
+    assert (body["status"], body["score"], body["max_score"], body["hint"]) == (
+        "passed",
+        10,
+        10,
+        None,
     )
-    assert failed.returncode == 1 and "FAIL" in failed.stdout and "hint:" in failed.stdout
+    assert body["learner"]["commit"] == base.git(graded_repo, "rev-parse", "HEAD")
+    assert body["grader"]["published"] is None  # no --course: nothing to compare with
+    failed = subprocess.run(
+        [*cmd, "--variant", "broken", "--json", "-", "--junit", str(tmp_path / "j.xml")],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    # --json -: the result alone on stdout, the report on stderr.
+    assert failed.returncode == 1 and "FAIL" in failed.stderr and "hint:" in failed.stderr
+    doc = json.loads(failed.stdout)
+    assert result_format.problems(doc) == [] and doc["status"] == "failed"
+    assert doc["stage"] == "verdict" and doc["hint"] and doc["score"] == 0
+    junit = (tmp_path / "j.xml").read_text()
+    assert '<testcase classname="leaklab.90-fake" name="verdict">' in junit
+    assert 'failures="1"' in junit
     missing = subprocess.run(
         [*cmd, "--patch", str(tmp_path / "nope.patch")],
         env=env,
@@ -338,3 +375,33 @@ def test_unit_tests_that_hang_fail_and_leave_nothing_running(
     assert (result.passed, result.stage) == (False, "tests")
     assert "did not finish within 2 s" in result.reason
     # no_orphans (under graded_repo) asserts the sleeping test process was stopped
+
+
+def test_an_untouched_lab_is_not_attempted_at_once(graded_repo: Path) -> None:
+    """A learner's tree equal to the published service: decided without a build."""
+    started = time.monotonic()
+    result = grade(load_lab("90", graded_repo), "mine", log=quiet)
+    assert (result.status, result.stage, result.passed) == ("not_attempted", "scope", False)
+    assert result.hint is None and time.monotonic() - started < 5
+    assert result.dataset is None and not (graded_repo / ".leaklab" / "grades").exists()
+
+
+def test_every_grade_keeps_its_dataset(graded_repo: Path) -> None:
+    """graded.csv used to be overwritten by each grade; each grade now has its own."""
+    lab = load_lab("90", graded_repo)
+    first = grade(lab, "fixed", log=quiet)
+    time.sleep(1.1)  # the dataset's name has the second it started
+    second = grade(lab, "fixed", log=quiet)
+    assert first.dataset and second.dataset and first.dataset != second.dataset
+    assert Path(first.dataset).is_file() and Path(second.dataset).is_file()
+
+
+def test_a_failed_check_gets_advice_about_that_check(graded_repo: Path) -> None:
+    result = grade(load_lab("90", graded_repo), "fixed", log=quiet)
+    result.passed, result.stage = False, "checks"
+    result.checks[0].passed = False
+    lab = load_lab("90", graded_repo)
+    advice = grade_module.hint_for(lab, result)
+    assert advice and result.checks[0].name in advice and advice != lab.grade.hint
+    result.stage = "verdict"
+    assert grade_module.hint_for(lab, result) == lab.grade.hint

@@ -9,7 +9,7 @@ from conftest import publish
 
 from leaklab import report
 from leaklab.errors import LeakLabError
-from leaklab.grade import grade
+from leaklab.grading.grade import grade
 from leaklab.runner import RunOptions, run
 from leaklab.spec import load_lab
 from leaklab.variants import materialise

@@ -15,7 +15,7 @@ import pytest
 from conftest import publish
 
 from leaklab import status
-from leaklab.grade import grade
+from leaklab.grading.grade import grade
 from leaklab.spec import load_lab
 
 REGRESSION = """diff --git a/test_regression.py b/test_regression.py

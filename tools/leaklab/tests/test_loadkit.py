@@ -9,7 +9,7 @@ from conftest import publish, quiet
 
 from leaklab import base, dev
 from leaklab.build import build_load
-from leaklab.grade import ignored_changes, published_lab
+from leaklab.grading.grade import ignored_changes, published_lab
 from leaklab.spec import lab_slugs, load_lab
 
 # The fake load's build reads the kit where a Go load's `replace ../../loadkit` points.

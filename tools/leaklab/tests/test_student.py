@@ -1,6 +1,7 @@
 """A simulated student, end to end: a repository made from the course template (one
 squashed commit), a valid fix of lab 01 committed, edits to what the grade measures
-with committed too, and the classroom workflow's own command for lab 01."""
+with committed too, and the grading workflow's own steps for lab 01, run as Actions
+would; and a student's edit to the grader itself."""
 
 from __future__ import annotations
 
@@ -11,14 +12,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from conftest import git
 
-from leaklab import base, diff
-from leaklab.spec import lab_slugs, load_lab
-from leaklab.variants import materialise
+from leaklab import base
+from leaklab.spec import lab_slugs
 
 REPO = Path(__file__).resolve().parents[3]
 SLUG = "01-go-bulk-abort"
@@ -55,67 +56,171 @@ def test_every_published_tree_is_in_a_template_copy(tmp_path: Path) -> None:
             assert found.tree(key) == base.committed_tree(student, f"{base.FOLDERS[key]}/{slug}")
 
 
-def classroom_command(number: str) -> list[str]:
-    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "classroom.yml").read_text())
-    steps = [s for job in workflow["jobs"].values() for s in job["steps"]]
-    graders = [s["with"] for s in steps if "autograding-command-grader" in s.get("uses", "")]
-    command = next(g["command"] for g in graders if f" grade {number} " in f"{g['command']} ")
-    argv = command.split()
-    assert argv[0] == ".venv/bin/leaklab", command
-    return [sys.executable, "-m", "leaklab", *argv[1:]]
+WORKFLOW = REPO / ".github" / "workflows" / "grade.yml"
+WRONG = Path(__file__).parent / "grading" / SLUG / "fail" / "answer-without-storing.patch"
+
+
+def actions_env(home: Path, **extra: str) -> dict[str, str]:
+    """What a workflow step sees, and nothing of this machine's shell: PATH and HOME
+    (the runner's toolchains and caches), the step's own variables. FORCE_COLOR as the
+    old grader action set it, to show that it no longer draws a bar into the log."""
+    # This machine's network settings (its CA bundle, a proxy, a Go proxy) stand in for
+    # what a runner's image has built in; nothing else of this shell is passed.
+    network = {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(("SSL_", "PIP_", "UV_", "GOPROXY", "GONOSUMDB", "GOFLAGS"))
+        or "CA_BUNDLE" in k
+        or "CA_CERTS" in k
+        or k.lower() in ("http_proxy", "https_proxy", "no_proxy")
+    }
+    return {
+        **network,
+        "PATH": os.environ["PATH"],
+        "HOME": str(home),
+        "FORCE_COLOR": "true",
+        "CI": "true",
+        "GITHUB_ACTIONS": "true",
+        **extra,
+    }
+
+
+def step(job: dict[str, Any], name: str) -> str:
+    script = next(s["run"] for s in job["steps"] if s.get("name") == name)
+    assert isinstance(script, str)
+    return script
+
+
+def run_step(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """A `run:` step as the runner runs it: bash -e, no TTY, no stdin."""
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+
+
+def outputs(path: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
 
 
 @pytest.mark.leak
-def test_a_student_commits_a_fix_and_the_classroom_grade_passes(tmp_path: Path) -> None:
+def test_the_workflow_grades_only_the_changed_lab_as_actions_would(tmp_path: Path) -> None:
+    """grade.yml's own commands on a template copy with lab 01 fixed: the `changed` job
+    names lab 01 alone (the others not attempted, in its summary), and lab 01's job sets
+    up, grades with the published grader and writes its row into the job summary."""
     student = template_copy(tmp_path / "student")
-    lab_dir = student / "labs" / SLUG
     git(student, "apply", f"--directory=labs/{SLUG}/service", str(FIX))
     git(student, "commit", "-qam", "fix the abort path")
     # What the grade measures with, edited and committed: a looser verdict rule and a
     # reference run that asks for less. The grade must ignore both, and say so.
-    toml = lab_dir / "lab.toml"
-    rule = toml.read_text()
-    assert "flat_below = 10.0" in rule  # the published rule, edited below
-    toml.write_text(rule.replace("flat_below = 10.0", "flat_below = 500.0"))
+    toml = student / "labs" / SLUG / "lab.toml"
+    assert "flat_below = 10.0" in toml.read_text()
+    toml.write_text(toml.read_text().replace("flat_below = 10.0", "flat_below = 500.0"))
     reference = student / "datasets" / SLUG / "fixed.json"
     reference.write_text(reference.read_text().replace('"ok": ', '"ok": 1, "was_ok": '))
     git(student, "commit", "-qam", "make it easier")
+    jobs = yaml.safe_load(WORKFLOW.read_text())["jobs"]
+    home = Path(os.environ["HOME"])
 
-    started = time.monotonic()
-    grading = subprocess.Popen(
-        classroom_command("01"),
-        cwd=student,
-        env={**os.environ, "LEAKLAB_ROOT": str(student), "COLUMNS": "120"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
+    changed_out, changed_summary = tmp_path / "changed.out", tmp_path / "changed.md"
+    env = actions_env(
+        home, GITHUB_OUTPUT=str(changed_out), GITHUB_STEP_SUMMARY=str(changed_summary)
     )
-    assert grading.stdout is not None
-    lines, refused_after = [], None
-    for line in grading.stdout:
-        lines.append(line)
-        if line.startswith("ignored (") and refused_after is None:
-            refused_after = time.monotonic() - started
-            assert not any("build" in seen for seen in lines[:-1]), "said before any build"
-    assert grading.wait(timeout=600) == 0, "".join(lines[-40:])
-    print(f"the grade named the ignored edits after {refused_after:.1f} s")
-    assert refused_after is not None and refused_after < 30
-    report = "".join(lines)
-    assert f"labs/{SLUG}/lab.toml" in report and f"datasets/{SLUG}/fixed.json" in report
-    result = json.loads((student / "grade-01.json").read_text())
-    assert result["passed"] and result["thresholds"]["flat_below"] == 10.0
-    assert result["ignored"] == [f"datasets/{SLUG}/fixed.json", f"labs/{SLUG}/lab.toml"]
+    found = run_step(
+        step(jobs["changed"], "the labs whose service differs from the published commit"),
+        student,
+        env,
+    )
+    assert found.returncode == 0, found.stderr
+    got = outputs(changed_out)
+    assert json.loads(got["labs"]) == ["01"]
+    assert got["course"] == base.git(student, "rev-list", "--max-parents=0", "HEAD")
+    summary = changed_summary.read_text()
+    others = [s for s in lab_slugs(student) if s != SLUG]
+    assert all(f"| {s} | not attempted" in summary for s in others), summary
 
-    lab = load_lab("01", student)
-    parts = diff.sections(lab)
-    added = [
-        line
-        for line in FIX.read_text().splitlines()
-        if line.startswith("+") and not line.startswith("+++") and line[1:].strip()
+    grade_summary = tmp_path / "grade.md"
+    env = actions_env(
+        home,
+        LAB="01",
+        COURSE=got["course"],
+        NO_COLOR=jobs["grade"]["env"]["NO_COLOR"],
+        GITHUB_STEP_SUMMARY=str(grade_summary),
+    )
+    started = time.monotonic()
+    log = []
+    for name in ("the course's machinery, not the learner's", "set up the lab", "grade"):
+        ran = run_step(step(jobs["grade"], name), student, env)
+        log.append(ran.stdout + ran.stderr)
+        assert ran.returncode == 0, f"{name}:\n" + "".join(log)[-3000:]
+    ran = run_step(step(jobs["grade"], "job summary"), student, env)
+    assert ran.returncode == 0, ran.stderr
+    print(f"set-up and grade of lab 01: {time.monotonic() - started:.0f} s")
+
+    assert sorted(p.name for p in student.glob("grade-*")) == [
+        "grade-01.json",
+        "grade-01.png",
+        "grade-01.xml",
     ]
-    assert added[0] in parts[0][1], "the student's change leads the diff"
-    assert len(parts) == 1 + len(lab.patches)
+    result = json.loads((student / "grade-01.json").read_text())
+    assert result["status"] == "passed" and result["grader"]["published"] is True
+    assert result["thresholds"]["flat_below"] == 10.0
+    assert result["ignored"] == [f"datasets/{SLUG}/fixed.json", f"labs/{SLUG}/lab.toml"]
+    assert f"| {SLUG} | ✅ passed | 10/10 |" in grade_summary.read_text()
+    # No TTY, FORCE_COLOR set: progress lines, never a redrawn bar.
+    assert "\r" not in "".join(log)
 
-    materialise(lab, "broken", tmp_path / "student-broken")
-    materialise(load_lab("01", REPO), "broken", tmp_path / "published")
-    assert base.differences(tmp_path / "published", tmp_path / "student-broken") == []
+
+def test_a_grader_edited_by_the_student_does_not_grade_them(tmp_path: Path) -> None:
+    """Issue 32, item 6: a one-line edit to the grader, committed, makes the student's
+    own harness pass a wrong fix; given the course's commit, the grade runs the
+    published grader instead, fails the fix, and lists the edit as ignored."""
+    student = template_copy(tmp_path / "student")
+    git(student, "apply", f"--directory=labs/{SLUG}/service", str(WRONG))
+    grader = student / "tools" / "leaklab" / "src" / "leaklab" / "grading" / "grade.py"
+    text = grader.read_text()
+    one_line = "    result.passed, result.stage, result.reason = False, stage, reason"
+    assert one_line in text
+    grader.write_text(text.replace(one_line, one_line.replace("False", "True")))
+    git(student, "commit", "-qam", "a fix, and a kinder grader")
+    env = {
+        **os.environ,
+        "LEAKLAB_ROOT": str(student),
+        "PYTHONPATH": str(student / "tools" / "leaklab" / "src"),
+    }
+    env.pop("LEAKLAB_COURSE_REF", None)
+    command = [sys.executable, "-m", "leaklab", "grade", "01", "--json"]
+
+    kind = subprocess.run(
+        [*command, str(tmp_path / "kind.json")],
+        cwd=student,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert kind.returncode == 0, kind.stdout + kind.stderr  # the edit works on its own
+    strict = subprocess.run(
+        [*command, str(tmp_path / "strict.json"), "--course", "root"],
+        cwd=student,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert strict.returncode == 1, strict.stdout + strict.stderr
+    assert "not the course's: grading with the published one" in strict.stderr
+    result = json.loads((tmp_path / "strict.json").read_text())
+    assert (result["status"], result["stage"]) == ("failed", "tests")
+    assert result["grader"]["published"] is True
+    assert result["grader"]["published_commit"] == base.git(
+        student, "rev-list", "--max-parents=0", "HEAD"
+    )
+    assert "tools/leaklab/src/leaklab/grading/grade.py" in result["ignored"]
+    assert result["failed_tests"], "the assertion that failed, not a log tail"

@@ -148,9 +148,17 @@ def read_shared(root: Path) -> dict[str, str]:
     return {name: str(shared.get(name, "")) for name in SHARED}
 
 
+# A grade given the course's published commit reads the record from that commit, never
+# from the working tree a learner can edit (`leaklab.grading.course`).
+COURSE_REF_ENV = "LEAKLAB_COURSE_REF"
+
+
 def _raw_lock(root: Path) -> dict[str, object]:
     path = root / LOCK
+    ref = os.environ.get(COURSE_REF_ENV)
     try:
+        if ref:
+            return tomllib.loads(git(root, "show", f"{ref}:{LOCK.as_posix()}"))
         return tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise LeakLabError(
@@ -193,6 +201,18 @@ def find(root: Path, slug: str) -> Base:
 
 def _has_tree(root: Path, tree: str) -> bool:
     return _resolve(root, f"{tree}^{{tree}}") != ""
+
+
+def git_or_empty(root: Path, *args: str) -> str:
+    """Run git in `root`; its output, or "" when the command fails (a missing object)."""
+    need_git()
+    result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=False)
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+def working_tree_id(root: Path, folder: str) -> str:
+    """The tree id `folder` would have if committed as it is now."""
+    return _working_tree_ids(root, {folder: folder})[folder]
 
 
 def committed_tree(root: Path, folder: str) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from leaklab import status
-from leaklab.grade import READY, gate
+from leaklab.grading.grade import READY, gate
 from leaklab.spec import Lab
 
 # The log a failed command names in its error: "... last lines of /path/x.log:".

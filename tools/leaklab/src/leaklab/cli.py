@@ -33,14 +33,75 @@ P = ParamSpec("P")
 app = typer.Typer(
     help="Leak Lab: build, run, measure and compare the course's leaking services.",
     no_args_is_help=True,
-    add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+class Failed(LeakLabError):
+    """What was asked ran and failed (a build, tests, a run): exit 1, not 2."""
+
+
+def failing(func: Callable[P, None]) -> Callable[P, None]:
+    """Inside a build, test or run command, a harness error is that command failing
+    (exit 1); usage and environment errors raised before it (an unknown lab) stay 2."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            func(*args, **kwargs)
+        except Failed:
+            raise
+        except LeakLabError as exc:
+            if _usage(exc):
+                raise
+            raise Failed(exc.what, exc.fix) from None
+
+    return wrapper
+
+
+def _usage(exc: LeakLabError) -> bool:
+    """Errors about what was typed or what is installed, not about the code built."""
+    words = ("unknown", "no lab", "not installed", "is missing", "does not exist")
+    return any(w in exc.what for w in words)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        from leaklab import __version__
+
+        print(f"leaklab {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=version_callback, is_eager=True, help="print the version"
+        ),
+    ] = False,
+) -> None:
+    """Leak Lab: build, run, measure and compare the course's leaking services."""
+
+
 out = Console()
 err = Console(stderr=True)
 
+
+def _complete_lab(incomplete: str) -> list[str]:
+    """Shell completion of a lab argument: the course's lab numbers and folders."""
+    slugs = lab_slugs()
+    return [c for s in slugs for c in (s[:2], s) if c.startswith(incomplete)]
+
+
 LabArg = Annotated[
-    str, typer.Argument(metavar="LAB", help="lab number or folder, e.g. 01 or 01-go-bulk-abort")
+    str,
+    typer.Argument(
+        metavar="LAB",
+        help="lab number or folder, e.g. 01 or 01-go-bulk-abort",
+        autocompletion=_complete_lab,
+    ),
 ]
 VariantOpt = Annotated[
     str, typer.Option("--variant", "-v", help="broken, stage-K, fixed, or mine (your edits)")
@@ -128,6 +189,7 @@ def list_labs(
 
 @app.command()
 @interruptible
+@failing
 def build(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
     """Build one variant (cached by content) and print where its files are."""
     from leaklab.build import build_variant
@@ -139,6 +201,7 @@ def build(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
 
 @app.command()
 @interruptible
+@failing
 def test(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
     """Run the lab's unit tests on a variant's tree; on mine, exactly `leaklab check`."""
     from leaklab.build import build_variant, run_tests
@@ -205,8 +268,8 @@ def watch_cmd(lab_name: LabArg) -> None:
 def _offer_grade(lab: Lab) -> None:
     """After a passing check: the measured run, if the learner at a terminal says so."""
     from leaklab import status
-    from leaklab.grade import grade
-    from leaklab.grade_report import grade_report
+    from leaklab.grading.grade import grade
+    from leaklab.grading.report import grade_report
 
     if not sys.stdin.isatty():
         return
@@ -239,6 +302,7 @@ def status_cmd() -> None:
 
 @app.command("run")
 @interruptible
+@failing
 def run_cmd(
     lab_name: LabArg,
     variant: VariantOpt = "broken",
@@ -387,31 +451,107 @@ def grade_cmd(
         Path | None, typer.Option(help="grade broken plus this patch (a submitted fix)")
     ] = None,
     json_out: Annotated[
-        Path | None, typer.Option("--json", help="also write the result as JSON (autograders)")
+        Path | None,
+        typer.Option(
+            "--json",
+            metavar="FILE",
+            help="also write the result (docs/grading/result.schema.json); - for stdout",
+        ),
+    ] = None,
+    junit: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="also write the result as JUnit XML")
+    ] = None,
+    plot: Annotated[
+        Path | None, typer.Option(metavar="FILE", help="also plot the graded run (PNG)")
+    ] = None,
+    course: Annotated[
+        str | None,
+        typer.Option(
+            envvar="LEAKLAB_COURSE_REF",
+            help="the course's published commit or tag (root: the first commit): grade "
+            "with its harness and labs/base.toml, never the working tree's",
+        ),
     ] = None,
     fixed_duration: FixedOpt = False,
 ) -> None:
-    """Grade a fix: unit tests, then the lab's standard load; exit 0 pass, 1 fail."""
-    from leaklab.grade import grade, write_json
-    from leaklab.grade_report import grade_report
+    """Grade a fix: unit tests, then the lab's standard load. Exit 0 pass; 1 fail or not
+    attempted; 2 usage or environment."""
+    import os
 
+    from leaklab.base import COURSE_REF_ENV
+    from leaklab.grading import course as published
+    from leaklab.grading import junit as junit_xml
+    from leaklab.grading import result as result_format
+    from leaklab.grading.grade import GradeResult, grade
+    from leaklab.grading.report import grade_report
+
+    root = repo_root()
+    commit = published.resolve(root, course) if course else None
+    if commit and not os.environ.get(published.REEXEC_ENV) and published.differs(root, commit):
+        err.print(
+            f"the grader in this tree is not the course's: grading with the published "
+            f"one (commit {commit[:12]})",
+            highlight=False,
+        )
+        raise typer.Exit(published.rerun_published(root, commit, sys.argv[1:]))
+    if commit:
+        os.environ[COURSE_REF_ENV] = commit  # labs/base.toml from the published commit
     lab = load_lab(lab_name)
     if patch is not None:
         if not patch.is_file():
             raise LeakLabError(f"--patch {patch} does not exist", "give the path of a .patch file")
         variant = f"{PATCH_PREFIX}{patch.resolve()}"
-    result = grade(
-        lab, variant, log=lambda s: err.print(s, highlight=False), fixed_duration=fixed_duration
-    )
+    control = published.ignored(root, commit) if commit else []
+    if control:
+        err.print(
+            "ignored (the course's machinery; the published version grades): " + ", ".join(control),
+            highlight=False,
+        )
+    to_stdout = json_out is not None and str(json_out) == "-"
+    show = err if to_stdout else out
+
+    def document(result: GradeResult) -> dict[str, object]:
+        result.ignored = sorted({*result.ignored, *control})
+        editable = [f"labs/{lab.slug}/{e}" for e in lab.editable]
+        return result_format.to_document(
+            result, published.identity(root, commit), published.learner(root, editable)
+        )
+
+    def save(doc: dict[str, object]) -> None:
+        if to_stdout:
+            print(json.dumps(doc, indent=2, sort_keys=True))
+        elif json_out is not None:
+            result_format.write(doc, json_out)
+            show.print(f"result: {json_out}", highlight=False)
+        if junit is not None:
+            junit_xml.write(doc, junit)
+
+    try:
+        result = grade(
+            lab, variant, log=lambda s: err.print(s, highlight=False), fixed_duration=fixed_duration
+        )
+    except LeakLabError as exc:
+        # The grade could not run here (a toolchain, git): an `error` result, exit 2.
+        failed = GradeResult(lab.slug, variant, status="error", stage="error", reason=exc.what)
+        failed.thresholds = {
+            "flat_below": lab.analysis.flat_below,
+            "grows_above": lab.analysis.grows_above,
+        }
+        save(document(failed))
+        raise
     if variant == "mine":  # for `leaklab status`
         from leaklab import status
 
         status.record(lab, "grade", result.passed)
+    doc = document(result)
     for line in grade_report(lab, result):
-        out.print(line, highlight=False)
-    if json_out is not None:
-        write_json(result, json_out)
-        out.print(f"result: {json_out}")
+        show.print(line, highlight=False)
+    save(doc)
+    if plot is not None and result.dataset:
+        from leaklab import dataset, report
+
+        graded = dataset.read(Path(result.dataset).with_suffix(".json"))
+        show.print(f"plot: {report.plot(lab, [graded], plot)}", highlight=False)
     raise typer.Exit(0 if result.passed else 1)
 
 
@@ -424,7 +564,7 @@ def diff_cmd(
     """The learner's change against broken, beside the solution's patch series."""
     from rich.syntax import Syntax
 
-    from leaklab import diff
+    from leaklab.grading import diff
 
     lab = load_lab(lab_name)
     parts = diff.sections(lab, variant)
@@ -435,6 +575,70 @@ def diff_cmd(
         html_out.parent.mkdir(parents=True, exist_ok=True)
         html_out.write_text(diff.to_html(lab, parts))
         out.print(f"html: {html_out}")
+
+
+class_app = typer.Typer(
+    help="Instructors: many students' grade results (docs/grading/).", no_args_is_help=True
+)
+app.add_typer(class_app, name="class")
+
+
+@class_app.command("board")
+def class_board(
+    results: Annotated[
+        Path, typer.Argument(help="a folder of result files: <student>/grade-NN.json")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="the page to write")] = Path(
+        "board.html"
+    ),
+    grader_tree: Annotated[
+        str | None,
+        typer.Option(
+            help="the published grader's tree id (default: tools/leaklab in this checkout)"
+        ),
+    ] = None,
+) -> None:
+    """One static page: a row per student, a column per lab. Exit 1 when some files
+    could not be used (each named, with why); the page is written regardless."""
+    from leaklab import base
+    from leaklab.grading import board
+
+    if not results.is_dir():
+        raise LeakLabError(f"{results} is not a folder", "give the folder the results are in")
+    root = repo_root()
+    tree = grader_tree or base.git_or_empty(
+        root, "rev-parse", "-q", "--verify", "HEAD:tools/leaklab"
+    )
+    collected = board.collect(results, lab_slugs(root))
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(board.render(collected, tree or None))
+    for problem in collected.problems:
+        err.print(f"skipped {problem}", highlight=False, markup=False, soft_wrap=True)
+    out.print(f"board: {output} ({len(collected.cells)} students)", highlight=False)
+    if collected.problems:
+        raise typer.Exit(1)
+
+
+@class_app.command("summary")
+def class_summary(
+    files: Annotated[list[Path], typer.Argument(help="result files (grade --json)")],
+) -> None:
+    """The results as Markdown, for $GITHUB_STEP_SUMMARY."""
+    from leaklab.grading import result as result_format
+    from leaklab.grading import summary
+
+    bad = False
+    for path in files:
+        try:
+            doc = result_format.read(path)
+        except ValueError as exc:
+            err.print(f"{path}: {exc}", highlight=False, markup=False, soft_wrap=True)
+            bad = True
+            continue
+        for line in summary.markdown(doc):
+            print(line)
+    if bad:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -616,4 +820,5 @@ def main() -> None:
         err.print(f"[red]error:[/red] {exc.what}", highlight=False)
         if exc.fix:
             err.print(f"[yellow]fix:[/yellow] {exc.fix}", highlight=False)
-        sys.exit(2)
+        # 1: what was asked ran and failed; 2: usage or environment.
+        sys.exit(1 if isinstance(exc, Failed) else 2)

@@ -6,7 +6,7 @@ commits (so every clone has it, not only the maintainer's), every solution stage
 materialises (its patches apply in order), and every lab has its README (sending the
 learner to `leaklab hint`), no spoiler of its answer on a pre-exercise surface
 (`leaklab.spoilers`), its notebook, deck, datasets, grading cases, a row in the course
-map, a classroom grading step and a regression test named by its fix; and every committed
+map, a grading workflow's timeout and a regression test named by its fix; and every committed
 dataset was captured from a clean tree at a commit in history, unless
 datasets/RECAPTURE.toml lists it (`leaklab.provenance`; those are warnings).
 """
@@ -142,12 +142,10 @@ def _file_problems(lab: Lab) -> list[str]:
         if len(list((grading / folder).glob("*.patch"))) < 2:
             problems.append(f"{slug}: needs two or more grading cases in {grading / folder}")
     problems += _map_problems(lab)
-    classroom = root / ".github" / "workflows" / "classroom.yml"
-    text = classroom.read_text() if classroom.is_file() else ""
-    if f"leaklab grade {lab.number} " not in text:
-        problems.append(
-            f"{slug}: {classroom.relative_to(root)} has no `leaklab grade {lab.number}` step"
-        )
+    workflow = root / ".github" / "workflows" / "grade.yml"
+    text = workflow.read_text() if workflow.is_file() else ""
+    if f'"{lab.number}":' not in text:
+        problems.append(f"{slug}: {workflow.relative_to(root)} has no timeout for lab {lab.number}")
     if lab.patches and not lab.regression_tests:
         problems.append(f"{slug}: answer.toml's regression_tests names no test added by the fix")
     return problems

@@ -33,12 +33,14 @@ the run is repeated once, and the second run decides: noise must not flip a grad
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import re
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,7 @@ from leaklab import base, dataset, report, sequential
 from leaklab.analysis import Fit, load_seconds, series_fit, steady_window
 from leaklab.build import build_variant, run_tests
 from leaklab.errors import LeakLabError
+from leaklab.grading import failures
 from leaklab.paths import work_dir
 from leaklab.runner import RunOptions, run
 from leaklab.spec import GradeCheck, GradeSpec, Lab, parse_lab
@@ -63,6 +66,7 @@ TEST_TIMEOUT_S = 300.0
 
 
 READY = "ready"  # a `gate` stage: built, tested, ready for the load
+MAX_SCORE = 10  # points per lab (the result format's `max_score`)
 
 
 @dataclass
@@ -81,9 +85,15 @@ class GradeResult:
     lab: str
     variant: str
     passed: bool = False
+    # passed, failed, not_attempted (nothing edited: decided in under a second), or
+    # error (the grade could not run here: a missing toolchain, not the learner's fault)
+    status: str = "failed"
     stage: str = "scope"  # the gate that decided: scope, build, tests, run, verdict, checks
     reason: str = ""
-    hint: str = ""
+    # Shown only on a failure, and only the advice that fits the stage that failed.
+    hint: str | None = None
+    # The course's tests that failed: their assertions, not the log's tail.
+    failed_tests: list[str] = field(default_factory=list)
     verdict: str | None = None
     slope: dict[str, float] | None = None
     thresholds: dict[str, float] = field(default_factory=dict)
@@ -100,6 +110,13 @@ class GradeResult:
     # An adaptive run's deciding look: "look 2 of 5 at 30 s: grows (... at 98.86%)".
     decided: str | None = None
     load_s: float | None = None  # seconds of load the verdict took
+    series: str | None = None
+    unit: str | None = None
+    started_at: str = ""
+    seconds: float = 0.0
+    # Optional, from the run's summary when the harness computes it (another module's):
+    # when the verdict series would reach a memory limit at the measured slope.
+    time_to_limit: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -225,7 +242,25 @@ def grade(
     retries: int = 1,
     fixed_duration: bool = False,
 ) -> GradeResult:
+    started = time.monotonic()
     lab = published_lab(_not_an_implementation(lab, variant))
+    result = _graded(lab, variant, retries, fixed_duration, log)
+    result.started_at = datetime.now(UTC).isoformat(timespec="seconds")
+    result.seconds = round(time.monotonic() - started, 1)
+    result.status = "passed" if result.passed else result.status
+    result.hint = hint_for(lab, result)
+    return result
+
+
+def _graded(
+    lab: Lab, variant: str, retries: int, fixed_duration: bool, log: Callable[[str], None]
+) -> GradeResult:
+    if variant == "mine" and not edited(lab):
+        result = GradeResult(lab.slug, variant, status="not_attempted")
+        result.thresholds = _thresholds(lab)
+        # What they did change, outside what the lab lets them edit, is still worth saying.
+        result.ignored = ignored_changes(lab, variant)
+        return _fail(result, "scope", "nothing changed in the lab's editable folders")
     result = _gate(lab, variant, log)
     if result.stage != READY:
         return result
@@ -235,6 +270,43 @@ def grade(
     if mine is None:
         return result
     return _judge(lab, lab.grade, mine, refs.get("fixed"), result)
+
+
+def edited(lab: Lab) -> bool:
+    """Whether the learner's tree differs from the published service (without building
+    it): a lab nobody touched is "not attempted" at once, not built and loaded."""
+    with tempfile.TemporaryDirectory() as tmp:
+        broken, mine = Path(tmp) / "broken", Path(tmp) / "mine"
+        materialise(lab, "broken", broken)
+        materialise(lab, "mine", mine)
+        return bool(base.differences(broken, mine))
+
+
+def hint_for(lab: Lab, result: GradeResult) -> str | None:
+    """The advice that fits the gate that failed; none on a pass or when nothing was
+    tried. The lab's own hint is about the leak, so it goes with a verdict only."""
+    if result.passed or result.status == "not_attempted":
+        return None
+    number = lab.slug.split("-", 1)[0]
+    if result.stage == "build":
+        return "the service must build as published: read the compiler's message above"
+    if result.stage == "tests":
+        return (
+            "the course's tests say what behaviour must still hold: run "
+            f"`leaklab test {number} --variant mine` and read the failed assertion"
+        )
+    if result.stage == "run":
+        return (
+            f"the service must start and answer under load: `leaklab run {number} "
+            "--variant mine` shows its log"
+        )
+    if result.stage == "checks":
+        failed = [c.name for c in result.checks if not c.passed]
+        return (
+            "the memory is flat, but a fix must keep doing the work the solution does: "
+            + "; ".join(failed)
+        )
+    return lab.grade.hint or None
 
 
 def gate(lab: Lab, variant: str = "mine", log: Callable[[str], None] = print) -> GradeResult:
@@ -254,12 +326,15 @@ def _not_an_implementation(lab: Lab, variant: str) -> Lab:
     return lab
 
 
+def _thresholds(lab: Lab) -> dict[str, float]:
+    return {"flat_below": lab.analysis.flat_below, "grows_above": lab.analysis.grows_above}
+
+
 def _gate(lab: Lab, variant: str, log: Callable[[str], None]) -> GradeResult:
-    result = GradeResult(lab.slug, variant, hint=lab.grade.hint)
-    result.thresholds = {
-        "flat_below": lab.analysis.flat_below,
-        "grows_above": lab.analysis.grows_above,
-    }
+    result = GradeResult(lab.slug, variant)
+    result.thresholds = _thresholds(lab)
+    result.series = lab.analysis.verdict_series
+    result.unit = report.unit_per_min(lab.analysis.verdict_series)
     try:
         result.ignored = ignored_changes(lab, variant)
     except LeakLabError as exc:
@@ -301,6 +376,11 @@ def _build_and_test(
         if not run_tests(lab, built, test_log, timeout_s=TEST_TIMEOUT_S, reuse_pass=True):
             log(f"unit tests: already passed on this exact tree (build {built.key})")
     except LeakLabError as exc:
+        text = test_log.read_text(errors="replace") if test_log.is_file() else exc.what
+        result.failed_tests = failures.assertions(plain(text))
+        if result.failed_tests:
+            shown = "; ".join(result.failed_tests[:3])
+            return _fail(result, "tests", f"the course's unit tests fail: {shown}")
         return _fail(result, "tests", f"the course's unit tests fail: {plain(exc.what)}")
     result.own_tests = _own_tests(lab, variant, log)
     return None
@@ -357,7 +437,8 @@ def _measure(
         idle_s=0.0,
         snapshots=False,
         dest=dest,
-        name="graded",
+        # One dataset per grade, never overwritten: a learner's earlier grades stay.
+        name="graded-" + datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
         adaptive=how.adaptive,
         adaptive_self_driving=how.adaptive,
         course_tests=True,
@@ -372,6 +453,7 @@ def _measure(
             return None
         mine, result.dataset = ran.data, str(ran.csv)
         summary = report.summarise(lab, mine)
+        result.time_to_limit = _time_to_limit(summary)
         result.verdict = summary.verdict
         result.slope = _fit(summary.fits[lab.analysis.verdict_series])
         result.load_s = load_seconds(mine)
@@ -427,6 +509,17 @@ def _judge(
     return result
 
 
+def _time_to_limit(summary: object) -> dict[str, Any] | None:
+    """The run summary's time-to-limit figures, passed through when the harness has
+    them (an optional field of the result format)."""
+    found = getattr(summary, "time_to_limit", None)
+    if found is None:
+        return None
+    if dataclasses.is_dataclass(found) and not isinstance(found, type):
+        return asdict(found)
+    return dict(found) if isinstance(found, dict) else None
+
+
 def _decided_level(ds: dataset.Dataset) -> float:
     """The confidence the run's verdict was decided at, for the RSS cross-check over the
     same window. A run stopped at an interim look tests the RSS there as well, so it
@@ -458,10 +551,3 @@ def _fit(fit: Fit | None) -> dict[str, float] | None:
 
 def _finite_or_none(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else value
-
-
-def write_json(result: GradeResult, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(result.to_json(), indent=2, sort_keys=True) + "\n")
-    tmp.replace(path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from leaklab.analysis import unit_per_min
-from leaklab.grade import GradeResult
+from leaklab.grading.grade import GradeResult
 from leaklab.spec import Lab
 
 
