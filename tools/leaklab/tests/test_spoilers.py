@@ -95,7 +95,8 @@ def test_a_spoiler_is_named_with_its_file_and_line_on_every_surface(fake_repo: P
     last = len(server.read_text().splitlines())
     assert sorted(_where(fake_repo)) == sorted(
         [
-            "README.md (course map):4 keeps every body",
+            "README.md:2 keeps every body",
+            "README.md:4 keeps every body",
             "labs/90-fake/README.md:6 hoarded",
             "notebooks/90-fake.ipynb:cell 1:3 hoarded",
             "slides/90-fake.md:3 hoarded",
@@ -122,14 +123,20 @@ def test_code_is_not_prose_and_words_are_whole(fake_repo: Path) -> None:
 
 
 def test_a_course_map_row_of_another_lab_is_that_labs_business(fake_repo: Path) -> None:
+    """The whole course README is read before any lab (its credits too), and the intro
+    deck; a line there about another lab only is checked against that lab's list."""
     _lab_with(fake_repo, ["unbounded"])
     (fake_repo / "README.md").write_text(
         "<!-- leaklab:course-map -->\n| 02 | [x](labs/02-rust-unbounded-channel/README.md) "
         "unbounded |\n| 90 | [Fake](labs/90-fake/README.md) unbounded |\n"
-        "<!-- /leaklab:course-map -->\n"
+        "<!-- /leaklab:course-map -->\n\nSources: an unbounded story, lab 90\n"
     )
+    (fake_repo / "slides").mkdir(exist_ok=True)
+    (fake_repo / "slides" / "00-introduction.md").write_text("# Intro\n\nunbounded queues\n")
     (fake_repo / "labs" / "02-rust-unbounded-channel").mkdir()
     (fake_repo / "labs" / "02-rust-unbounded-channel" / "lab.toml").write_text("")
-    assert [w for w in _where(fake_repo) if "course map" in w] == [
-        "README.md (course map):3 unbounded"
+    assert [w for w in _where(fake_repo) if w.startswith(("README.md", "slides/00"))] == [
+        "README.md:3 unbounded",
+        "README.md:6 unbounded",
+        "slides/00-introduction.md:3 unbounded",
     ]

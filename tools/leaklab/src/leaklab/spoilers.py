@@ -2,7 +2,8 @@
 
 A lab's `solutions/NN-slug/answer.toml` lists the words and phrases that give its cause
 or fix away. The pre-exercise surfaces are those a learner meets before trying (the
-shared conventions, `docs/` aside): the course map in the course README, the lab README
+shared conventions, `docs/` aside): the course README (all of it: a learner reads its
+map, commands and credits before any lab) and the introduction deck, the lab README
 above `<!-- leaklab:answer-below -->` (all of it without the marker), `lab.toml`, every
 file in the lab's editable folders (only the comments and doc strings of source code: the
 code itself is the bug the learner must find, so its identifiers may name it), the
@@ -27,8 +28,10 @@ from pygments.util import ClassNotFound
 
 from leaklab.spec import Lab, lab_slugs
 
-COURSE_MAP = ("<!-- leaklab:course-map -->", "<!-- /leaklab:course-map -->")
-COURSE_MAP_NAME = "README.md (course map)"
+# Read before any lab: the whole course README (its map, its commands, its credits) and
+# the introduction deck. A line there about another lab only is checked against that
+# lab's list.
+COURSE_WIDE = ("README.md", "slides/00-introduction.md")
 ANSWER_BELOW = "<!-- leaklab:answer-below -->"
 PAUSE = "<!-- leaklab:pause -->"
 # Source files whose comments are read, not their code (by extension, lexed by pygments).
@@ -78,7 +81,7 @@ def find(lab: Lab, root: Path | None = None) -> list[Hit]:
     others = [s for s in lab_slugs(root) if s != lab.slug]
     for surface in surfaces(lab, root):
         for where, line in surface.lines:
-            if surface.name == COURSE_MAP_NAME and _about_another(line, lab.slug, others):
+            if surface.name in COURSE_WIDE and _about_another(line, lab.slug, others):
                 continue
             for found in regex.finditer(slugs.sub(" ", line)):
                 hits.append(Hit(f"{surface.name}:{where}", found.group(0), line))
@@ -107,9 +110,9 @@ def _names(slugs: Iterable[str]) -> re.Pattern[str]:
 def surfaces(lab: Lab, root: Path) -> Iterator[Surface]:
     """The lab's pre-exercise surfaces under `root` that exist there."""
     slug = lab.slug
-    readme = root / "README.md"
-    if readme.is_file():
-        yield _numbered(COURSE_MAP_NAME, _between(readme.read_text(), *COURSE_MAP))
+    for name in COURSE_WIDE:
+        if (root / name).is_file():
+            yield _numbered(name, _lines((root / name).read_text()))
     lab_readme = root / "labs" / slug / "README.md"
     if lab_readme.is_file():
         yield _numbered(f"labs/{slug}/README.md", _above(lab_readme.read_text(), ANSWER_BELOW))
@@ -136,16 +139,6 @@ def _lines(text: str) -> list[tuple[int, str]]:
 
 def _numbered(name: str, lines: list[tuple[int, str]]) -> Surface:
     return Surface(name, tuple((str(n), line) for n, line in lines))
-
-
-def _between(text: str, start: str, end: str) -> list[tuple[int, str]]:
-    """The lines between two marker lines (the whole text when either is missing)."""
-    lines = _lines(text)
-    first = next((n for n, line in lines if start in line), None)
-    last = next((n for n, line in lines if end in line), None)
-    if first is None or last is None:
-        return lines
-    return [(n, line) for n, line in lines if first < n < last]
 
 
 def _above(text: str, marker: str) -> list[tuple[int, str]]:
