@@ -22,3 +22,23 @@ if [ -z "${NO_COLOR:-}" ] && [ -t 2 ]; then _lib_red=$'\033[31m' _lib_off2=$'\03
 # say / fail print as "<script name>: message"; fail exits 1.
 say()  { printf '%s%s:%s %s\n' "$_lib_bold" "$SCRIPT" "$_lib_off1" "$*"; }
 fail() { printf '%s%s: %s%s\n' "$_lib_red" "$SCRIPT" "$*" "$_lib_off2" >&2; exit 1; }
+
+# apt_install PKG...: Debian's packages, as root or through sudo, refreshing the package
+# lists once if the first try fails (a new machine's lists may be stale or missing).
+# Fails with the command to run by hand.
+apt_install() {
+  local sudo=()
+  command -v apt-get >/dev/null 2>&1 || fail "no apt-get: install $* by hand"
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || fail "run as root or install sudo, then: apt-get install $*"
+    sudo=(sudo)
+  fi
+  say "installing $* (apt)"
+  if ! "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null; then
+    say "apt-get install failed; refreshing the package lists once and retrying"
+    "${sudo[@]}" apt-get update -q >/dev/null ||
+      fail "apt-get update failed: check the network or /etc/apt/sources.list, then run: apt-get install $*"
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@" >/dev/null ||
+      fail "could not install $*; try by hand: apt-get install $*"
+  fi
+}
