@@ -105,6 +105,8 @@ def _run_and_print(lab: Lab, opts: RunOptions) -> Dataset:
     result = run(lab, opts, log=lambda line: err.print(line, highlight=False))
     summary = report.summarise(lab, result.data)
     out.print(report.table(lab, [summary]))
+    for line in report.limit_lines([summary]):
+        out.print(line, highlight=False)
     out.print(f"dataset: {result.csv} (+ .json)")
     return result.data
 
@@ -250,6 +252,8 @@ def compare(
         )
     summaries = [report.summarise(lab, ds) for ds in runs]
     out.print(report.table(lab, summaries, wide=wide))
+    for line in report.limit_lines(summaries):
+        out.print(line, highlight=False)
     if line := report.separation(lab, summaries):
         out.print(line)
     target = png or work_dir(lab.root) / "reports" / f"{lab.slug}-{source}.png"

@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
-from leaklab import sequential
-from leaklab.analysis import Fit, load_seconds, ratio, scale, series_fit, unit_per_min, verdict
+from leaklab import limit, sequential
+from leaklab.analysis import (
+    Fit,
+    load_seconds,
+    ratio,
+    scale,
+    series_fit,
+    steady_window,
+    unit_per_min,
+    verdict,
+)
 from leaklab.dataset import Dataset
 from leaklab.spec import Lab
 from leaklab.style import colour, series_title
@@ -31,6 +41,23 @@ class RunSummary:
     latency_ms: str | None = None
     # An adaptive run: when its verdict was decided, in seconds of load.
     decided_at_s: float | None = None
+    # For RSS and the verdict series: the time until the lab's (or the run's) memory
+    # limit at the measured slope (`leaklab.limit`), as JSON objects; a grade result
+    # carries them unchanged.
+    time_to_limit: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "variant": self.variant,
+            "verdict": self.verdict,
+            "decided_at_s": self.decided_at_s,
+            "fits": {s: (f.__dict__ if f else None) for s, f in self.fits.items()},
+            "time_to_limit": self.time_to_limit,
+        }
+
+    def limit_for(self, series: str) -> dict[str, Any] | None:
+        return next((t for t in self.time_to_limit if t["series"] == series), None)
 
     @property
     def verdict_cell(self) -> str:
@@ -66,7 +93,38 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
         verdict=run_verdict(lab, decision, fits[lab.analysis.verdict_series]),
         latency_ms=latency,
         decided_at_s=decision.at_s if decision else None,
+        time_to_limit=[t.to_json() for t in times_to_limit(lab, ds, fits)],
     )
+
+
+def limit_of(lab: Lab, ds: Dataset) -> tuple[int, str] | None:
+    """The limit a run is projected against: the one it ran under (`--memory-limit`),
+    else its lab's `[limit]`; None when neither names one."""
+    ran_under = ds.meta.get("memory_limit") or {}
+    if isinstance(ran_under.get("bytes"), int):
+        size = int(ran_under["bytes"])
+        return size, f"the run's {limit.describe_size(size)} memory limit"
+    if lab.limit is None:
+        return None
+    return limit.parse_size(lab.limit.size), lab.limit.label
+
+
+def times_to_limit(lab: Lab, ds: Dataset, fits: dict[str, Fit | None]) -> list[limit.TimeToLimit]:
+    """RSS's and the verdict series' projections to the limit (one if they are one)."""
+    chosen = limit_of(lab, ds)
+    if chosen is None:
+        return []
+    size, label = chosen
+    out = []
+    for name in dict.fromkeys(("rss_bytes", lab.analysis.verdict_series)):
+        if not name.endswith("_bytes"):
+            continue  # a count (goroutines) has no memory limit
+        window = steady_window(ds.series(name), lab.analysis.warmup_s, load_seconds(ds))
+        t, v = window["t_s"].to_numpy(), window["value"].to_numpy()
+        fit = fits.get(name) if name in fits else series_fit(ds, name, lab.analysis.warmup_s)
+        end = float(t[-1]) if len(t) else 0.0
+        out.append(limit.project(name, fit, limit.anchor_of(t, v), end, size, label))
+    return out
 
 
 def run_verdict(lab: Lab, decision: sequential.Decision | None, fit: Fit | None) -> str:
@@ -87,26 +145,60 @@ def table(lab: Lab, summaries: list[RunSummary], wide: bool = False) -> Table:
     if wide:
         return _wide_table(lab, summaries)
     name = lab.analysis.verdict_series
-    out = Table(
-        title=f"{lab.slug}: {series_title(name)}",
-        caption="steady-window slope; @Ns: an adaptive run decided after N s of load; "
-        "--wide: every series and count",
-    )
+    adaptive = any(run.decided_at_s is not None for run in summaries)
+    caption = "steady-window slope at 95%"
+    if adaptive:
+        # The verdict of an adaptive run is its deciding look's: over the window up to
+        # that look, at that look's (wider) level; the slope column is the whole
+        # window's at 95%. Two intervals for one series, each for its own question.
+        caption += "; verdict @Ns: decided by a look after N s of load, at that look's level"
+    limits = any(run.time_to_limit for run in summaries)
+    if limits:
+        caption += "; RSS to limit: at this slope [95% CI], limit below"
+    out = Table(title=f"{lab.slug}: {series_title(name)}", caption=caption + "; --wide: more")
     out.add_column("run")
     out.add_column(f"slope\n{unit_per_min(name)} [95% CI]", justify="right")
     out.add_column("verdict")
     out.add_column("peak RSS\nMB", justify="right")
     out.add_column("ok/s", justify="right")
+    if limits:
+        out.add_column("RSS to\nlimit", justify="right")
     for run in summaries:
         fit = run.fits[name]
         out.add_row(
             run.name,
             str(fit) if fit else "n/a",
-            run.verdict,
+            run.verdict_cell,
             f"{run.peak_rss_mb:.0f}",
             f"{run.throughput:.0f}",
+            *([limit_cell(run.limit_for("rss_bytes"))] if limits else []),
         )
     return out
+
+
+def limit_cell(ttl: dict[str, Any] | None) -> str:
+    """The time to the limit with its interval, short: '12s [4s, 26s]', '2.2h [35m, >24h]'."""
+    if ttl is None or (ttl["minutes_low"] is None and "too few" in ttl["text"]):
+        return "n/a"
+    if ttl["minutes_low"] is None:
+        return ">24h"
+    low, high = _short(ttl["minutes_low"]), _short(ttl["minutes_high"])
+    if ttl["minutes"] is None:
+        return f"≥{low}"
+    return f"{_short(ttl['minutes'])} [{low}, {high}]"
+
+
+def _short(minutes: float | None) -> str:
+    if minutes is None:
+        return ">24h"
+    if minutes < 1:
+        return f"{minutes * 60:.0f}s"
+    return f"{minutes:.2g}m" if minutes < 100 else f"{minutes / 60:.2g}h"
+
+
+def limit_lines(summaries: list[RunSummary]) -> list[str]:
+    """One line per run and series: the projection to the limit, in words."""
+    return [f"{run.name}: {t['text']}" for run in summaries for t in run.time_to_limit]
 
 
 def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:
@@ -117,8 +209,11 @@ def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:
     latency = any(run.latency_ms for run in summaries)
     if latency:
         out.add_column("p50 / p99\nms", justify="right")
+    limited = [t["series"] for t in summaries[0].time_to_limit] if summaries else []
     for name in ("peak RSS\nMB", "ok/s", "sent", "client\naborts", "errors", "verdict"):
         out.add_column(name, justify="right")
+    for series in limited:
+        out.add_column(f"{series}\nto limit", justify="right")
     for run in summaries:
         out.add_row(
             run.name,
@@ -130,6 +225,7 @@ def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:
             str(run.aborted),
             str(run.errors),
             run.verdict_cell,
+            *(limit_cell(run.limit_for(series)) for series in limited),
         )
     return out
 

@@ -263,6 +263,8 @@ class Lab:
     # read from: the repository (`root`), or a copy of the published lab that a grade
     # reads instead. `root` stays the repository: builds, runs and the learner's tree.
     source: Path | None = None
+    # `[limit]`: the memory limit times-to-limit are given against (`leaklab.limit`).
+    limit: manifest.Limit | None = None
 
     @property
     def params(self) -> dict[str, str]:
@@ -400,6 +402,7 @@ def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
         course_tests=info.course_tests or COURSE_TESTS.get(info.runtime, ()),
         hints=info.hints,
         source=source,
+        limit=doc.limit,
     )
 
 
