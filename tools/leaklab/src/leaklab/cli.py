@@ -252,8 +252,8 @@ def compare(
         )
     summaries = [report.summarise(lab, ds) for ds in runs]
     out.print(report.table(lab, summaries, wide=wide))
-    for line in report.limit_lines(summaries):
-        out.print(line, highlight=False)
+    for projection in report.limit_lines(summaries):
+        out.print(projection, highlight=False)
     if line := report.separation(lab, summaries):
         out.print(line)
     target = png or work_dir(lab.root) / "reports" / f"{lab.slug}-{source}.png"
