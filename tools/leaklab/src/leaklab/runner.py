@@ -36,6 +36,7 @@ from leaklab import dataset
 from leaklab.build import Built, build_load, build_variant, tail, tools_dir
 from leaklab.doctor import install_hint
 from leaklab.errors import LeakLabError
+from leaklab.live import Frame, LiveView
 from leaklab.load import LoadProgram, LoadResult
 from leaklab.paths import work_dir
 from leaklab.procs import (
@@ -50,7 +51,7 @@ from leaklab.procs import (
     run_captured,
     wait_ready,
 )
-from leaklab.progress import LiveProgress
+from leaklab.progress import figures
 from leaklab.samplers import JsonlTail, Recorder, Sampler, http_json_poll, rss_poll, tree_rss
 from leaklab.sequential import Watch, plan
 from leaklab.spec import Aux, Lab, Ready, Snapshot, fill
@@ -341,24 +342,35 @@ def _drive(
     # ~40 s), and the drain is not part of the verdict window: its last look is taken
     # when the sending ends, and the drain is then cut short.
     final_in_loop = not setup.driving.listens
-    title = f"{lab.slug} {setup.opts.variant}"
-    with LiveProgress(title, setup.duration_s, recorder, lab.analysis.series) as live:
+    a = lab.analysis
+    frame = Frame(
+        f"{lab.slug} {setup.opts.variant}",
+        a.verdict_series,
+        a.warmup_s,
+        setup.duration_s,
+        a.grows_above,
+        a.flat_below,
+        elapsed_s=0.0,
+        adaptive=watch is not None,
+    )
+    shown = lambda: figures(recorder, a.series, load.result.final or load.result.last)  # noqa: E731
+    with LiveView(frame, recorder, t0, setup.run_dir, watch, shown) as view:
         while load.running() and time.monotonic() < deadline:
             _check_alive(serving.watched)
-            live.update(time.monotonic() - t0, load.result.last)
             if watch is not None and watch.due(time.monotonic() - t0, final_in_loop):
                 _look(setup, watch, recorder, t0, load)
+            view.update()  # after the look: a plain line at a look shows its verdict
             time.sleep(0.25)
         result = load.finish(deadline)
         t_load_end = time.monotonic()
+        end_s = setup.driving.phases(setup, result.final, t_load_end - t0)["load_s"]
         if watch is not None and not watch.finished:
-            end_s = setup.driving.phases(setup, result.final, t_load_end - t0)["load_s"]
             setup.log(str(watch.last_look(recorder.snapshot(), t0, end_s)))
-        live.update(t_load_end - t0, result.final or result.last)
+        view.update(window_end_s=end_s, force=True)
         idle_end = t_load_end + setup.driving.idle_s(setup)
         while time.monotonic() < idle_end:
             _check_alive(serving.watched)
-            live.update(time.monotonic() - t0, result.final, phase="idle")
+            view.update(window_end_s=end_s)
             time.sleep(0.25)
     return Measured(serving, recorder, result, load_argv, t0, t_load_end, watch)
 
