@@ -11,6 +11,7 @@ from rich.table import Table
 from leaklab import limit, sequential
 from leaklab.analysis import (
     Fit,
+    fit_slope,
     load_seconds,
     ratio,
     scale,
@@ -45,6 +46,9 @@ class RunSummary:
     # limit at the measured slope (`leaklab.limit`), as JSON objects; a grade result
     # carries them unchanged.
     time_to_limit: list[dict[str, Any]] = field(default_factory=list)
+    # A run under --memory-limit: the kill predicted from the first half of its window
+    # beside the kill observed (or the service alive at the end).
+    memory_limit: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +58,7 @@ class RunSummary:
             "decided_at_s": self.decided_at_s,
             "fits": {s: (f.__dict__ if f else None) for s, f in self.fits.items()},
             "time_to_limit": self.time_to_limit,
+            "memory_limit": self.memory_limit,
         }
 
     def limit_for(self, series: str) -> dict[str, Any] | None:
@@ -94,7 +99,57 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
         latency_ms=latency,
         decided_at_s=decision.at_s if decision else None,
         time_to_limit=[t.to_json() for t in times_to_limit(lab, ds, fits)],
+        memory_limit=kill_prediction(lab, ds),
     )
+
+
+def kill_prediction(lab: Lab, ds: Dataset) -> dict[str, Any] | None:
+    """Under --memory-limit: when the limit was predicted to be reached, from the first
+    half of the steady window (a prediction the run could have made before the end),
+    beside when the OOM killer ended the service, if it did. Predicted twice: from the
+    memory the kernel charges to the service's cgroup (what it holds to the limit) and
+    from RSS (which counts shared pages once per process, the cgroup once in all)."""
+    doc = ds.meta.get("memory_limit")
+    if not doc:
+        return None
+    size, applied, killed = int(doc["bytes"]), bool(doc["applied"]), doc.get("oom_kill_s")
+    warmup, end = lab.analysis.warmup_s, load_seconds(ds)
+    half = warmup + (end - warmup) / 2
+    out: dict[str, Any] = {
+        "limit_bytes": size,
+        "applied": applied,
+        "observed_kill_s": killed,
+        "from_window_s": [warmup, round(half, 3)],
+    }
+    guesses = []
+    for key, series in (("predicted", "cgroup_memory_bytes"), ("predicted_from_rss", "rss_bytes")):
+        window = steady_window(ds.series(series), warmup, half)
+        t, v = window["t_s"].to_numpy(), window["value"].to_numpy()
+        if len(t) == 0:
+            out[key] = None
+            continue
+        fit = fit_slope(t, v, scale(series)[0])
+        ttl = limit.project(series, fit, limit.anchor_of(t, v), half, size, "the limit")
+        at = [None if m is None else round(half + 60 * m, 1) for m in
+              (ttl.minutes, ttl.minutes_low, ttl.minutes_high)]  # fmt: skip
+        out[key] = {"series": series, "at_s": at[0], "low_s": at[1], "high_s": at[2]}
+        who = "charged memory" if series == "cgroup_memory_bytes" else "RSS"
+        if at[0] is not None and at[1] is not None:
+            high = "-" if at[2] is None else f"{at[2]:.0f}"
+            guesses.append(f"{who} predicts {at[0]:.0f} s [{at[1]:.0f}, {high}]")
+        else:
+            guesses.append(f"{who}: {ttl.text.split(': ', 1)[-1]}")
+    if not applied:
+        seen = "not applied: this machine gave no writable memory cgroup"
+    elif killed is not None:
+        seen = f"OOM-killed at {float(killed):.1f} s of load"
+    else:
+        seen = f"alive at the end of the load ({end:.0f} s)"
+    fitted = f"from the window's first {half - warmup:.0f} s"
+    out["text"] = (
+        f"under a {limit.describe_size(size)} limit: {seen}; {', '.join(guesses)} {fitted}"
+    )
+    return out
 
 
 def limit_of(lab: Lab, ds: Dataset) -> tuple[int, str] | None:
@@ -197,8 +252,14 @@ def _short(minutes: float | None) -> str:
 
 
 def limit_lines(summaries: list[RunSummary]) -> list[str]:
-    """One line per run and series: the projection to the limit, in words."""
-    return [f"{run.name}: {t['text']}" for run in summaries for t in run.time_to_limit]
+    """One line per run and series: the projection to the limit, in words; and for a
+    run under --memory-limit, its kill beside the predicted one."""
+    lines = []
+    for run in summaries:
+        lines += [f"{run.name}: {t['text']}" for t in run.time_to_limit]
+        if run.memory_limit is not None:
+            lines.append(f"{run.name}: {run.memory_limit['text']}")
+    return lines
 
 
 def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:

@@ -32,12 +32,14 @@ from typing import Any, Protocol
 
 import psutil
 
-from leaklab import dataset
+from leaklab import dataset, memlimit
 from leaklab.build import Built, build_load, build_variant, tail, tools_dir
 from leaklab.doctor import install_hint
 from leaklab.errors import LeakLabError
+from leaklab.limit import describe_size
 from leaklab.live import Frame, LiveView
 from leaklab.load import LoadProgram, LoadResult
+from leaklab.memlimit import Cgroup
 from leaklab.paths import work_dir
 from leaklab.procs import (
     LOOPBACK,
@@ -85,6 +87,9 @@ class RunOptions:
     # tests in place of their own (`materialise`). The service is the same either way;
     # one tree is one build, where two cost a second sbt build per grade.
     course_tests: bool = False
+    # `--memory-limit`: the service runs in a memory cgroup of this many bytes
+    # (`leaklab.memlimit`); an OOM kill ends the run and is recorded, not an error.
+    memory_limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -203,9 +208,15 @@ class Serving:
     env: dict[str, str]
     service: subprocess.Popen[bytes] | None = None
     ready_s: float = 0.0
+    cgroup: Cgroup | None = None  # the memory cgroup the service runs in, if any
+
+    @property
+    def launch_argv(self) -> list[str]:
+        """The service's command as started: inside its memory cgroup, if it has one."""
+        return self.cgroup.wrap(self.service_argv) if self.cgroup else self.service_argv
 
 
-def start_serving(setup: Setup, group: ProcessGroup) -> Serving:
+def start_serving(setup: Setup, group: ProcessGroup, cgroup: Cgroup | None = None) -> Serving:
     """Start every aux process, then (for a listening service) the service, each waited
     for until its readiness probe answers; they stop with `group`."""
     lab, values = setup.lab, setup.values
@@ -213,7 +224,7 @@ def start_serving(setup: Setup, group: ProcessGroup) -> Serving:
         **lab.service.command.render_env(values),
         SERIES_FILE_ENV: str(setup.run_dir / "series.jsonl"),
     }
-    serving = Serving([], {}, lab.service.command.render(values), env)
+    serving = Serving([], {}, lab.service.command.render(values), env, cgroup=cgroup)
     for aux in lab.aux:
         serving.aux_argvs[aux.name] = aux.command.render(values)
         serving.watched.append(_start_aux(setup, group, aux, serving.aux_argvs[aux.name]))
@@ -250,7 +261,7 @@ def _start_service(
     _require(serving.service_argv)
     with service_log.open("ab") as sink:
         service = group.start(
-            serving.service_argv,
+            serving.launch_argv,
             cwd=setup.built.src,
             env=serving.env,
             stdout=sink,
@@ -291,20 +302,24 @@ class Measured:
     t0: float
     t_load_end: float
     watch: Watch | None = None
+    # Under --memory-limit: seconds of load at which the OOM killer ended the service.
+    oom_kill_s: float | None = None
 
 
 def _measure(setup: Setup, ledger: Ledger) -> Measured:
     """Start everything, sample, drive the load, idle, take the snapshots, stop
     everything (on every path), then check that the load did what it was asked."""
     recorder, origin = Recorder(), Origin()
-    with ProcessGroup(ledger=ledger) as group:
-        serving = start_serving(setup, group)
+    with _memory_cgroup(setup) as cgroup, ProcessGroup(ledger=ledger) as group:
+        serving = start_serving(setup, group, cgroup)
         load = LoadProgram(group, recorder)
         samplers = make_samplers(setup, recorder, serving, load, origin)
         for s in samplers:
             s.start()
         try:
             measured = _drive(setup, serving, load, recorder, origin)
+            if measured.oom_kill_s is not None:
+                return measured  # a kill is the result: no service left to check or snapshot
             _check_alive(serving.watched)
             setup.driving.check(setup, measured.result)
             if setup.opts.snapshots:
@@ -315,6 +330,33 @@ def _measure(setup: Setup, ledger: Ledger) -> Measured:
         if serving.service is not None:
             group.stop(serving.service)
     return measured
+
+
+@contextlib.contextmanager
+def _memory_cgroup(setup: Setup) -> Iterator[Cgroup | None]:
+    """The run's memory cgroup under --memory-limit; removed once the run is over. Where
+    the machine gives none, one line says so and the run goes on without the limit."""
+    size = setup.opts.memory_limit
+    if size is None:
+        yield None
+        return
+    cgroup, why = memlimit.create(size, memlimit.group_name())
+    if cgroup is None:
+        setup.log(f"no writable memory cgroup here ({why}): running without the limit")
+        yield None
+        return
+    setup.log(f"the service runs under a {describe_size(size)} memory limit ({cgroup.path})")
+    try:
+        yield cgroup
+    finally:
+        cgroup.remove()
+
+
+def _oom_killed(serving: Serving, t0: float) -> float | None:
+    """Seconds since load start, once the OOM killer has ended the service; else None."""
+    if serving.cgroup is None or serving.cgroup.oom_kills() == 0:
+        return None
+    return round(time.monotonic() - t0, 3)
 
 
 def _service_pid(setup: Setup, serving: Serving, load: LoadProgram) -> Callable[[], int | None]:
@@ -354,8 +396,13 @@ def _drive(
         adaptive=watch is not None,
     )
     shown = lambda: figures(recorder, a.series, load.result.final or load.result.last)  # noqa: E731
+    killed_s: float | None = None
     with LiveView(frame, recorder, t0, setup.run_dir, watch, shown) as view:
         while load.running() and time.monotonic() < deadline:
+            if (killed_s := _oom_killed(serving, t0)) is not None:
+                setup.log(f"the service was OOM-killed at {killed_s:.1f} s of load")
+                load.ask_to_stop()
+                break
             _check_alive(serving.watched)
             if watch is not None and watch.due(time.monotonic() - t0, final_in_loop):
                 _look(setup, watch, recorder, t0, load)
@@ -363,16 +410,20 @@ def _drive(
             time.sleep(0.25)
         result = load.finish(deadline)
         t_load_end = time.monotonic()
+        if killed_s is None and (killed_s := _oom_killed(serving, t0)) is not None:
+            setup.log(f"the service was OOM-killed at {killed_s:.1f} s of load")
         end_s = setup.driving.phases(setup, result.final, t_load_end - t0)["load_s"]
+        if killed_s is not None:
+            end_s = min(end_s, killed_s)  # the steady window ends at the kill
         if watch is not None and not watch.finished:
             setup.log(str(watch.last_look(recorder.snapshot(), t0, end_s)))
         view.update(window_end_s=end_s, force=True)
-        idle_end = t_load_end + setup.driving.idle_s(setup)
+        idle_end = t_load_end + (setup.driving.idle_s(setup) if killed_s is None else 0.0)
         while time.monotonic() < idle_end:
             _check_alive(serving.watched)
             view.update(window_end_s=end_s)
             time.sleep(0.25)
-    return Measured(serving, recorder, result, load_argv, t0, t_load_end, watch)
+    return Measured(serving, recorder, result, load_argv, t0, t_load_end, watch, killed_s)
 
 
 def _watch_for(setup: Setup) -> Watch | None:
@@ -407,7 +458,18 @@ def _write(setup: Setup, measured: Measured, ledger: Ledger) -> RunResult:
         "idle_s": setup.driving.idle_s(setup),
         "warmup_s": lab.analysis.warmup_s,
     }
+    if measured.oom_kill_s is not None:  # the steady window ends at the kill
+        phases["load_s"] = min(phases["load_s"], measured.oom_kill_s)
+        phases["idle_s"] = 0.0
     meta = _provenance(setup, measured, phases, ledger)
+    if setup.opts.memory_limit is not None:
+        cgroup = measured.serving.cgroup
+        meta["memory_limit"] = {
+            "bytes": setup.opts.memory_limit,
+            "applied": cgroup is not None,
+            "cgroup": f"v{cgroup.version} {cgroup.path}" if cgroup else None,
+            "oom_kill_s": measured.oom_kill_s,
+        }
     opts = setup.opts
     dest = opts.dest or work_dir(lab.root) / "runs" / lab.slug
     csv_path, json_path = dataset.write(
@@ -490,7 +552,7 @@ class SelfDriven:
         _require(serving.service_argv)
         origin.at = t0 = time.monotonic()
         log = setup.run_dir / "service.log"
-        load.start(serving.service_argv, cwd=setup.built.src, log=log, env=serving.env)
+        load.start(serving.launch_argv, cwd=setup.built.src, log=log, env=serving.env)
         setup.log(f"service started (pid {load.pid}); it drives itself and exits")
         return None, t0, t0 + setup.lab.service.max_s
 
@@ -618,6 +680,8 @@ def make_samplers(
     if setup.driving.listens:  # a separate load program, measured too
         poll = rss_poll(recorder, "load_rss_bytes", lambda: load.pid)
         samplers.append(Sampler("load-rss", every, poll))
+    if serving.cgroup is not None:  # what the kernel holds to --memory-limit
+        samplers.append(Sampler("cgroup", every, _cgroup_poll(recorder, serving.cgroup)))
     for watched in serving.watched:
         if watched.name is not None:
             poll = rss_poll(recorder, f"{watched.name}_rss_bytes", lambda w=watched: w.pid)  # type: ignore[misc]
@@ -631,6 +695,14 @@ def make_samplers(
             poll = JsonlTail(recorder, path, sampler.series, sampler.time_field, origin)
         samplers.append(Sampler(f"{sampler.kind}-{i}", sampler.interval_s, poll))
     return samplers
+
+
+def _cgroup_poll(recorder: Recorder, cgroup: Cgroup) -> Callable[[], None]:
+    def poll() -> None:
+        if (used := cgroup.usage()) is not None:
+            recorder.add("cgroup_memory_bytes", used)
+
+    return poll
 
 
 def _check_alive(watched: list[_Watched]) -> None:
