@@ -47,6 +47,7 @@ class LoadResult:
     # An adaptive run asked the program to stop (SIGTERM) once its verdict was decided;
     # a program may then exit non-zero as interrupted, and its final line still counts.
     asked_to_stop: bool = False
+    stop_asked_at: float | None = None  # monotonic: when the program was asked to stop
 
 
 class LoadProgram:
@@ -87,6 +88,7 @@ class LoadProgram:
             return
         if self._child is not None and self._child.poll() is None:
             self.result.asked_to_stop = True
+            self.result.stop_asked_at = time.monotonic()
             os.killpg(self._child.pid, signal.SIGTERM)  # its own process group
 
     def running(self) -> bool:

@@ -304,6 +304,7 @@ class Measured:
     watch: Watch | None = None
     # Under --memory-limit: seconds of load at which the OOM killer ended the service.
     oom_kill_s: float | None = None
+    sending_end_s: float | None = None  # when the load stopped sending (the window's end)
 
 
 def _measure(setup: Setup, ledger: Ledger) -> Measured:
@@ -412,7 +413,8 @@ def _drive(
         t_load_end = time.monotonic()
         if killed_s is None and (killed_s := _oom_killed(serving, t0)) is not None:
             setup.log(f"the service was OOM-killed at {killed_s:.1f} s of load")
-        end_s = setup.driving.phases(setup, result.final, t_load_end - t0)["load_s"]
+        sending_s = sending_ended_s(setup, result, t0, t_load_end - t0)
+        end_s = setup.driving.phases(setup, result.final, sending_s)["load_s"]
         if killed_s is not None:
             end_s = min(end_s, killed_s)  # the steady window ends at the kill
         if watch is not None and not watch.finished:
@@ -423,7 +425,23 @@ def _drive(
             _check_alive(serving.watched)
             view.update(window_end_s=end_s)
             time.sleep(0.25)
-    return Measured(serving, recorder, result, load_argv, t0, t_load_end, watch, killed_s)
+    return Measured(
+        serving, recorder, result, load_argv, t0, t_load_end, watch, killed_s, sending_s
+    )
+
+
+def sending_ended_s(setup: Setup, result: LoadResult, t0: float, exited_s: float) -> float:
+    """When a load program stopped sending, in seconds since load start: at the end of
+    its duration, or when the harness asked it to stop, or when it exited, whichever came
+    first. The steady window ends there, not at its exit: what a load does after sending
+    (lab 03's node-wide GC and disconnect, lab 04's class histogram) is not the service
+    under load. A self-driving client says itself when its load ended (`load_end_s`)."""
+    if not setup.driving.listens:
+        return exited_s
+    ends = [exited_s, setup.duration_s]
+    if result.stop_asked_at is not None:
+        ends.append(result.stop_asked_at - t0)
+    return round(min(ends), 3)
 
 
 def _watch_for(setup: Setup) -> Watch | None:
@@ -458,6 +476,9 @@ def _write(setup: Setup, measured: Measured, ledger: Ledger) -> RunResult:
         "idle_s": setup.driving.idle_s(setup),
         "warmup_s": lab.analysis.warmup_s,
     }
+    if setup.driving.listens and measured.sending_end_s is not None:
+        phases["load_exit_s"] = ended_s  # the load program's exit, after its post-run actions
+        phases["load_s"] = min(phases["load_s"], measured.sending_end_s)
     if measured.oom_kill_s is not None:  # the steady window ends at the kill
         phases["load_s"] = min(phases["load_s"], measured.oom_kill_s)
         phases["idle_s"] = 0.0
