@@ -364,9 +364,14 @@ def _service_pid(setup: Setup, serving: Serving, load: LoadProgram) -> Callable[
     return lambda: setup.driving.service_pid(serving, load)
 
 
-def _stop_samplers(samplers: list[Sampler]) -> None:
+def _stop_samplers(samplers: list[Sampler], wait_s: float = 5.0) -> None:
+    """Stop every sampler at once, with one shared wait: a poll blocked on a service
+    that no longer answers (daemon threads) must not hold up the end of a run."""
     for s in samplers:
-        s.stop()
+        s.stop_soon()
+    deadline = time.monotonic() + wait_s
+    for s in samplers:
+        s.join(timeout=max(0.0, deadline - time.monotonic()))
     for s in samplers:
         if isinstance(s.poll, JsonlTail):
             s.poll()  # the lines written after the last scheduled poll
