@@ -65,6 +65,10 @@ class Fit:
         return self.low <= other.high and other.low <= self.high
 
     def __str__(self) -> str:
+        if self.slope == self.low == self.high == 0:
+            # Every sample in the window equal: no change to fit, not an interval of
+            # zero width (it printed "0 [0, 0]", as if the slope were known exactly).
+            return f"0 (no change in {self.n} samples)"
         return f"{self.slope:.3g} [{self.low:.3g}, {self.high:.3g}]"
 
 

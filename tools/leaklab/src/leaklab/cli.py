@@ -125,6 +125,8 @@ def _run_and_print(lab: Lab, opts: RunOptions) -> Dataset:
     out.print(report.table(lab, [summary]))
     for line in report.limit_lines([summary]):
         out.print(line, highlight=False)
+    if summary.busy:
+        err.print(summary.busy, highlight=False, markup=False)
     out.print(f"dataset: {result.csv} (+ .json)")
     return result.data
 
@@ -278,6 +280,9 @@ def compare(
     out.print(report.table(lab, summaries, wide=wide))
     for projection in report.limit_lines(summaries):
         out.print(projection, highlight=False)
+    for run in summaries:
+        if run.busy:
+            err.print(f"{run.name}: {run.busy}", highlight=False, markup=False)
     if line := report.separation(lab, summaries):
         out.print(line)
     target = png or work_dir(lab.root) / "reports" / f"{lab.slug}-{source}.png"

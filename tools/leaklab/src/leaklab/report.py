@@ -49,6 +49,8 @@ class RunSummary:
     # A run under --memory-limit: the kill predicted from the first half of its window
     # beside the kill observed (or the service alive at the end).
     memory_limit: dict[str, Any] | None = None
+    # Why this run's figures may not be trusted: a machine too busy (`machine_busy`).
+    busy: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +61,7 @@ class RunSummary:
             "fits": {s: (f.__dict__ if f else None) for s, f in self.fits.items()},
             "time_to_limit": self.time_to_limit,
             "memory_limit": self.memory_limit,
+            "busy": self.busy,
         }
 
     def limit_for(self, series: str) -> dict[str, Any] | None:
@@ -100,7 +103,53 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
         decided_at_s=decision.at_s if decision else None,
         time_to_limit=[t.to_json() for t in times_to_limit(lab, ds, fits)],
         memory_limit=kill_prediction(lab, ds),
+        busy=machine_busy(lab, ds),
     )
+
+
+# A run's figures are suspect when the machine had this many runnable tasks per core
+# (lab 05's broken run answered nothing at a load average near 12 on 2 cores: 6 a core),
+# when this share of CPU time was stolen, or when client aborts ran this many times the
+# lab's published run of the same variant (and above ABORTS_FLOOR of what was sent).
+BUSY_LOAD_PER_CPU = 3.0
+BUSY_STEAL_PCT = 10.0
+ABORTS_TIMES_NORM = 3.0
+ABORTS_FLOOR = 0.05
+
+
+def machine_busy(lab: Lab, ds: Dataset) -> str | None:
+    """One line saying why this run's figures may not be trusted, or None."""
+    reasons = []
+    machine = ds.meta.get("machine") or {}
+    if machine.get("load_per_cpu", 0) >= BUSY_LOAD_PER_CPU:
+        load = max(machine["load_avg_1m_start"], machine["load_avg_1m_end"])
+        reasons.append(f"load average {load:.1f} on {machine['cpus']} cores")
+    if machine.get("cpu_steal_pct", 0) >= BUSY_STEAL_PCT:
+        reasons.append(f"{machine['cpu_steal_pct']:.0f}% of CPU time stolen")
+    share = _abort_share(ds.meta.get("load_result") or {})
+    norm_path = lab.dataset_dir / f"{ds.variant}.json"
+    if share is not None and share >= ABORTS_FLOOR and norm_path.is_file():
+        from leaklab import dataset
+
+        norm = _abort_share(dataset.read(norm_path).meta.get("load_result") or {})
+        if norm is not None and share >= ABORTS_TIMES_NORM * max(norm, 0.01):
+            reasons.append(
+                f"client aborts {100 * share:.0f}% of sent, {100 * norm:.0f}% in the "
+                f"lab's published {ds.variant} run"
+            )
+    if not reasons:
+        return None
+    return (
+        f"warning: the machine was too busy for these figures to be trusted "
+        f"({'; '.join(reasons)}): close what else runs and measure again"
+    )
+
+
+def _abort_share(final: dict[str, Any]) -> float | None:
+    sent, aborted = final.get("sent"), final.get("aborted")
+    if not isinstance(sent, int | float) or not isinstance(aborted, int | float) or sent <= 0:
+        return None
+    return float(aborted) / float(sent)
 
 
 def kill_prediction(lab: Lab, ds: Dataset) -> dict[str, Any] | None:

@@ -305,6 +305,7 @@ class Measured:
     # Under --memory-limit: seconds of load at which the OOM killer ended the service.
     oom_kill_s: float | None = None
     sending_end_s: float | None = None  # when the load stopped sending (the window's end)
+    machine: dict[str, float] | None = None  # how busy the machine was (`machine_busy`)
 
 
 def _measure(setup: Setup, ledger: Ledger) -> Measured:
@@ -385,6 +386,7 @@ def _drive(
     every aux and the service must stay up throughout."""
     lab = setup.lab
     load_argv, t0, deadline = setup.driving.start(setup, serving, load, origin)
+    before = _machine_now()
     watch = _watch_for(setup)
     # A self-driving client drains its backlog after sending (lab 02's broken one for
     # ~40 s), and the drain is not part of the verdict window: its last look is taken
@@ -430,9 +432,32 @@ def _drive(
             _check_alive(serving.watched)
             view.update(window_end_s=end_s)
             time.sleep(0.25)
+    machine = _machine_busy(before, _machine_now())
     return Measured(
-        serving, recorder, result, load_argv, t0, t_load_end, watch, killed_s, sending_s
+        serving, recorder, result, load_argv, t0, t_load_end, watch, killed_s, sending_s, machine
     )
+
+
+def _machine_now() -> tuple[tuple[float, float, float], Any]:
+    return os.getloadavg(), psutil.cpu_times()
+
+
+def _machine_busy(
+    before: tuple[tuple[float, float, float], Any], after: tuple[tuple[float, float, float], Any]
+) -> dict[str, float]:
+    """How busy the machine was while the load ran: the 1-minute load average at its
+    start and end (per core too), and the share of CPU time the hypervisor stole."""
+    (load0, times0), (load1, times1) = before, after
+    total = sum(times1) - sum(times0)
+    steal = getattr(times1, "steal", 0.0) - getattr(times0, "steal", 0.0)
+    cpus = os.cpu_count() or 1
+    return {
+        "cpus": cpus,
+        "load_avg_1m_start": round(load0[0], 2),
+        "load_avg_1m_end": round(load1[0], 2),
+        "load_per_cpu": round(max(load0[0], load1[0]) / cpus, 2),
+        "cpu_steal_pct": round(100 * steal / total, 2) if total > 0 else 0.0,
+    }
 
 
 def sending_ended_s(setup: Setup, result: LoadResult, t0: float, exited_s: float) -> float:
@@ -844,6 +869,7 @@ def _provenance(
         "mode": setup.driving.mode,
         **({"sequential": measured.watch.to_json()} if measured.watch else {}),
         "sampler_errors": len(measured.recorder.errors),
+        **({"machine": measured.machine} if measured.machine else {}),
         "commands": {
             "leaklab": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
             "service": shlex.join(serving.service_argv),
