@@ -10,6 +10,9 @@ flags (rate, count, duration) and stops by itself; every second it prints one JS
 object with cumulative counters (`{"t_s": 3.0, "sent": 1200, "ok": 900, ...}`); at the
 end it prints one with `"done": true`. The harness records every numeric counter as a
 series `load_<name>` and enforces a hard deadline in case the program does not stop.
+A line may carry `"disturb_s": D` just before the program does something that disturbs
+the service (a forced full GC, a class histogram): the D seconds after it are left out of
+every fit (`leaklab.analysis.DISTURB_SERIES`).
 An adaptive run may end the load early with SIGTERM: the program then stops sending,
 lets requests in flight finish briefly and prints its final line, as at the end of its
 duration (its exit status is not checked then: lab 03's load exits 1 when interrupted). A

@@ -11,6 +11,7 @@ from rich.table import Table
 from leaklab import limit, sequential
 from leaklab.analysis import (
     Fit,
+    disturbed,
     fit_slope,
     load_seconds,
     ratio,
@@ -172,7 +173,7 @@ def kill_prediction(lab: Lab, ds: Dataset) -> dict[str, Any] | None:
     }
     guesses = []
     for key, series in (("predicted", "cgroup_memory_bytes"), ("predicted_from_rss", "rss_bytes")):
-        window = steady_window(ds.series(series), warmup, half)
+        window = steady_window(ds.series(series), warmup, half, disturbed(ds))
         t, v = window["t_s"].to_numpy(), window["value"].to_numpy()
         if len(t) == 0:
             out[key] = None
@@ -223,7 +224,9 @@ def times_to_limit(lab: Lab, ds: Dataset, fits: dict[str, Fit | None]) -> list[l
     for name in dict.fromkeys(("rss_bytes", lab.analysis.verdict_series)):
         if not name.endswith("_bytes"):
             continue  # a count (goroutines) has no memory limit
-        window = steady_window(ds.series(name), lab.analysis.warmup_s, load_seconds(ds))
+        window = steady_window(
+            ds.series(name), lab.analysis.warmup_s, load_seconds(ds), disturbed(ds)
+        )
         t, v = window["t_s"].to_numpy(), window["value"].to_numpy()
         fit = fits.get(name) if name in fits else series_fit(ds, name, lab.analysis.warmup_s)
         end = float(t[-1]) if len(t) else 0.0
