@@ -185,8 +185,8 @@ def kill_prediction(lab: Lab, ds: Dataset) -> dict[str, Any] | None:
         out[key] = {"series": series, "at_s": at[0], "low_s": at[1], "high_s": at[2]}
         who = "charged memory" if series == "cgroup_memory_bytes" else "RSS"
         if at[0] is not None and at[1] is not None:
-            high = "-" if at[2] is None else f"{at[2]:.0f}"
-            guesses.append(f"{who} predicts {at[0]:.0f} s [{at[1]:.0f}, {high}]")
+            high = "not within 24 h" if at[2] is None else _when(at[2])
+            guesses.append(f"{who} predicts {_when(at[0])} [{_when(at[1])}, {high}]")
         else:
             guesses.append(f"{who}: {ttl.text.split(': ', 1)[-1]}")
     if not applied:
@@ -200,6 +200,13 @@ def kill_prediction(lab: Lab, ds: Dataset) -> dict[str, Any] | None:
         f"under a {limit.describe_size(size)} limit: {seen}; {', '.join(guesses)} {fitted}"
     )
     return out
+
+
+def _when(seconds: float) -> str:
+    """Seconds of load as a learner reads them: 59 s, 12 min, 3.5 h."""
+    if seconds < 600:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 def limit_of(lab: Lab, ds: Dataset) -> tuple[int, str] | None:
