@@ -90,3 +90,14 @@ def test_a_notebook_draws_a_finished_run_and_a_running_one(fake_repo: Path) -> N
     fig = live.figure(logs[-1])
     assert fig.axes[0].get_title().startswith("90-fake broken")
     assert [d.name for d in read_folder(fake_repo / ".leaklab" / "runs" / lab.slug)] == ["broken"]
+
+
+def test_a_notebook_shows_a_runs_memory_limit_and_its_kill() -> None:
+    """Lab 01's broken run under fleet-server's 154 MiB limit: the limit on the RSS
+    panel, the kill on both, from the dataset alone."""
+    lab = load_lab("01")
+    fig = live.figure(lab.dataset_dir / "memory-limit" / "broken-154mi.json")
+    heap, rss = fig.axes[:2]
+    texts = [t.get_text() for ax in (heap, rss) for t in ax.texts]
+    assert "OOM kill at 72 s" in texts and "memory limit 154 MiB" in texts, texts
+    assert heap.get_title() == "01-go-bulk-abort broken-154mi: grows (95%, the whole window)"

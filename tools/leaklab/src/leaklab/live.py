@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from leaklab.analysis import Fit, fit_slope, scale, verdict
-from leaklab.limit import anchor_of
+from leaklab.limit import anchor_of, describe_size
 from leaklab.samplers import Recorder
 from leaklab.style import series_title
 
@@ -64,6 +64,9 @@ class Frame:
     decisions: list[dict[str, Any]] = field(default_factory=list)  # the looks so far
     next_look_s: float | None = None
     adaptive: bool = True
+    finished: bool = False  # a dataset's picture: the whole window, not "so far"
+    limit_bytes: int | None = None  # a run under --memory-limit: its limit
+    killed_s: float | None = None  # ... and when the OOM killer ended the service
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -95,6 +98,8 @@ class Picture:
         if f.adaptive:
             return "keep measuring" if last is None else f"{last['verdict']} at the last look"
         said = verdict(self.fit, f.grows_above, f.flat_below)
+        if f.finished:
+            return f"{said} (95%, the whole window)"
         return f"{'keep measuring' if said == 'unclear' else said} (95% so far; no looks)"
 
     def status(self) -> str:
@@ -201,7 +206,27 @@ def draw(p: Picture, ax: Any = None) -> Figure:
     ax.set_title(f"{p.frame.title}: {p.running_verdict}", fontsize="medium")
     ax.legend(loc="upper left", fontsize="small")
     ax.grid(alpha=0.3)
+    if p.frame.killed_s is not None:
+        for axis in (ax, rss_ax):
+            if axis is not None:
+                axis.axvline(p.frame.killed_s, color="black", linewidth=1.5)
+        ax.annotate(
+            f"OOM kill at {p.frame.killed_s:.0f} s",
+            (p.frame.killed_s, 0.05),
+            xycoords=("data", "axes fraction"),
+            ha="right",
+            fontsize="small",
+        )
     if rss_ax is not None:
+        if p.frame.limit_bytes is not None:
+            rss_ax.axhline(p.frame.limit_bytes / 1e6, color=colour("broken"), linestyle="--")
+            rss_ax.annotate(
+                f"memory limit {describe_size(p.frame.limit_bytes)}",
+                (0.01, p.frame.limit_bytes / 1e6),
+                xycoords=("axes fraction", "data"),
+                va="bottom",
+                fontsize="small",
+            )
         rss_ax.plot(p.rss_t, p.rss_v / 1e6, color="0.35", linewidth=1.2)
         rss_ax.set_ylabel("RSS, MB")
         rss_ax.set_xlabel("seconds since load start (grey: warm-up)")
@@ -243,6 +268,9 @@ def from_dataset(ds: Dataset, lab: Any = None) -> Picture:
         window_end_s=load_s,
         decisions=list(doc.get("decisions", [])),
         adaptive=decision is not None,
+        finished=True,
+        limit_bytes=(ds.meta.get("memory_limit") or {}).get("bytes"),
+        killed_s=(ds.meta.get("memory_limit") or {}).get("oom_kill_s"),
     )
     verdict_frame, rss = ds.series(a.verdict_series), ds.series("rss_bytes")
     return picture(
