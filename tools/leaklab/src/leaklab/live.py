@@ -363,6 +363,18 @@ class LiveView:
                 self.update(force=True)
             self.live.stop()
 
+    def logger(self, log: Callable[[str], None]) -> Callable[[str], None]:
+        """A run's log lines, printed above the chart while it is drawn: written past it
+        by another console, a line was half overwritten by the next frame."""
+
+        def through_live(line: str) -> None:
+            if self.live is not None and self.live.is_started:
+                self.live.console.print(line, highlight=False, markup=False)
+            else:
+                log(line)
+
+        return through_live
+
     def update(self, window_end_s: float | None = None, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self.last_draw < REDRAW_S:

@@ -25,7 +25,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -406,6 +406,7 @@ def _drive(
     shown = lambda: figures(recorder, a.series, load.result.final or load.result.last)  # noqa: E731
     killed_s: float | None = None
     with LiveView(frame, recorder, t0, setup.run_dir, watch, shown) as view:
+        setup = replace(setup, log=view.logger(setup.log))
         while load.running() and time.monotonic() < deadline:
             if (killed_s := _oom_killed(serving, t0)) is not None:
                 setup.log(f"the service was OOM-killed at {killed_s:.1f} s of load")
