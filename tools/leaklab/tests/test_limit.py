@@ -63,6 +63,11 @@ def test_a_slope_that_may_be_zero_gives_no_latest_time_and_a_flat_one_none() -> 
     assert flat.text == "RSS reaches L: not within 24 h at this load"
     over = project("rss_bytes", Fit(5.0, 4.0, 6.0, 50), (60.0, 130 * MB), 60.0, int(120 * MB), "L")
     assert over.minutes == 0.0 and "already" in over.text
+    from leaklab.report import limit_cell
+
+    assert limit_cell(over.to_json()) == "reached"
+    assert limit_cell(maybe.to_json()) == "1.7h [33m, >24h]"
+    assert limit_cell(flat.to_json()) == ">24h"
 
 
 def test_every_labs_summary_carries_time_to_limit_for_rss_and_the_verdict_series() -> None:

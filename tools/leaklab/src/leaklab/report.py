@@ -296,6 +296,8 @@ def limit_cell(ttl: dict[str, Any] | None) -> str:
         return "n/a"
     if ttl["minutes_low"] is None:
         return ">24h"
+    if ttl["minutes_high"] == 0:
+        return "reached"  # at or above the limit at the window's end already
     low, high = _short(ttl["minutes_low"]), _short(ttl["minutes_high"])
     if ttl["minutes"] is None:
         return f"≥{low}"
