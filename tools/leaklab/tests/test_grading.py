@@ -17,8 +17,6 @@ from leaklab.errors import LeakLabError
 from leaklab.grading import course, failures, junit, summary
 from leaklab.grading import grade as grade_module
 from leaklab.grading import result as result_format
-from leaklab.progress import LiveProgress
-from leaklab.samplers import Recorder
 
 REAL = Path(__file__).parent / "grading-results"
 
@@ -92,21 +90,6 @@ def test_a_result_that_breaks_the_schema_says_where() -> None:
     found = result_format.problems(doc)
     assert any(p.startswith("status:") for p in found)
     assert any("'grader' is a required property" in p for p in found)
-
-
-def test_forced_colour_off_a_terminal_prints_lines_not_a_bar(
-    monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
-) -> None:
-    """FORCE_COLOR (set by graders) made rich take a pipe for a terminal and redraw its
-    bar into the log (ecosystem review, minor item 3): 31 CR frames in 3 s."""
-    monkeypatch.setenv("FORCE_COLOR", "true")
-    with LiveProgress("90-fake fixed", 30.0, Recorder(), ()) as live:
-        assert live.progress is None
-        live.update(1.0, {"sent": 10, "ok": 9})
-        live.update(2.0, {"sent": 20, "ok": 19})
-    err = capfd.readouterr().err
-    assert "\r" not in err and "\x1b[" not in err.replace("\x1b[0m", "")
-    assert "90-fake fixed: load 1/30 s" in err
 
 
 def test_time_to_limit_is_passed_through_and_valid() -> None:

@@ -65,6 +65,10 @@ class Fit:
         return self.low <= other.high and other.low <= self.high
 
     def __str__(self) -> str:
+        if self.slope == self.low == self.high == 0:
+            # Every sample in the window equal: no change to fit, not an interval of
+            # zero width (it printed "0 [0, 0]", as if the slope were known exactly).
+            return f"0 (no change in {self.n} samples)"
         return f"{self.slope:.3g} [{self.low:.3g}, {self.high:.3g}]"
 
 
@@ -80,9 +84,34 @@ def unit_per_min(series: str) -> str:
     return f"{unit}/min" if unit else "/min"
 
 
-def steady_window(frame: pd.DataFrame, warmup_s: float, load_s: float) -> pd.DataFrame:
-    """Samples after the warm-up and before the load ended."""
-    return frame[(frame["t_s"] >= warmup_s) & (frame["t_s"] <= load_s)]
+def steady_window(
+    frame: pd.DataFrame,
+    warmup_s: float,
+    load_s: float,
+    disturbed: tuple[tuple[float, float], ...] = (),
+) -> pd.DataFrame:
+    """Samples after the warm-up and before the load ended, less the `disturbed` spans."""
+    inside = (frame["t_s"] >= warmup_s) & (frame["t_s"] <= load_s)
+    for start, end in disturbed:
+        inside &= (frame["t_s"] < start) | (frame["t_s"] > end)
+    return frame[inside]
+
+
+# The load protocol's way to say "what I do next disturbs the service" (a forced full GC,
+# a class histogram): a progress line carrying `"disturb_s": D`, recorded as the series
+# `load_disturb_s` when the line arrives. The D seconds after it are left out of every
+# fit, so that the harness's own actions do not bend a graded slope (issue 40's lab 04).
+DISTURB_SERIES = "load_disturb_s"
+
+
+def disturbed_spans(times: np.ndarray, seconds: np.ndarray) -> tuple[tuple[float, float], ...]:
+    """(start, end) spans, in seconds since load start, from `load_disturb_s` samples."""
+    return tuple((float(t), float(t + d)) for t, d in zip(times, seconds, strict=True) if d > 0)
+
+
+def disturbed(ds: Dataset) -> tuple[tuple[float, float], ...]:
+    marks = ds.series(DISTURB_SERIES)
+    return disturbed_spans(marks["t_s"].to_numpy(), marks["value"].to_numpy())
 
 
 # Bartlett bandwidth as a fixed fraction of the window (fixed-b). Fixed-b theory (Kiefer
@@ -210,7 +239,7 @@ def _bartlett_se(design: np.ndarray, resid: np.ndarray, lags: int) -> float:
 
 def series_fit(ds: Dataset, series: str, warmup_s: float, level: float = 0.95) -> Fit | None:
     frame = ds.series(series)
-    window = steady_window(frame, warmup_s, load_seconds(ds))
+    window = steady_window(frame, warmup_s, load_seconds(ds), disturbed(ds))
     return fit_slope(
         window["t_s"].to_numpy(), window["value"].to_numpy(), scale(series)[0], level=level
     )

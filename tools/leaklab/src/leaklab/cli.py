@@ -121,6 +121,14 @@ WithOpt = Annotated[
     list[str] | None,
     typer.Option("--with", help="also build a named extra of lab.toml's [build.extras]"),
 ]
+MemoryLimitOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-limit",
+        help="run the service in a memory cgroup of this size (256M, 154Mi, 1G; M = MiB) "
+        "and record its OOM kill",
+    ),
+]
 ParamOpt = Annotated[
     list[str] | None, typer.Option("--param", "-p", help="another load parameter, KEY=VALUE")
 ]
@@ -154,6 +162,16 @@ def _params(duration: float | None, rate: float | None, extra: list[str] | None)
     return params
 
 
+def _memory_limit(lab: Lab, variant: str, size: str | None) -> int | None:
+    """--memory-limit in bytes, checked before anything is built or started."""
+    if size is None:
+        return None
+    from leaklab import memlimit
+
+    idle = memlimit.idle_rss(lab.dataset_dir, dataset_name(variant))
+    return memlimit.check(lab.analysis.verdict_series, size, idle)
+
+
 def _order(lab: Lab, variant: str) -> int:
     variants = [*lab.variants, "mine"]
     return variants.index(variant) if variant in variants else UNORDERED
@@ -166,6 +184,10 @@ def _run_and_print(lab: Lab, opts: RunOptions) -> Dataset:
     result = run(lab, opts, log=lambda line: err.print(line, highlight=False))
     summary = report.summarise(lab, result.data)
     out.print(report.table(lab, [summary]))
+    for line in report.limit_lines([summary]):
+        out.print(line, highlight=False)
+    if summary.busy:
+        err.print(summary.busy, highlight=False, markup=False)
     out.print(f"dataset: {result.csv} (+ .json)")
     return result.data
 
@@ -313,11 +335,13 @@ def run_cmd(
     idle: Annotated[float | None, typer.Option(help="seconds to idle after the load")] = None,
     fixed_duration: FixedOpt = False,
     extras: WithOpt = None,
+    memory_limit: MemoryLimitOpt = None,
 ) -> None:
     """Run one variant under the lab's load and print its summary."""
     from leaklab.runner import RunOptions
 
     lab = load_lab(lab_name)
+    limit = _memory_limit(lab, variant, memory_limit)
     _run_and_print(
         lab,
         RunOptions(
@@ -327,8 +351,9 @@ def run_cmd(
             idle,
             name=dataset_name(variant),
             order=_order(lab, variant),
-            adaptive=not fixed_duration,
+            adaptive=not fixed_duration and limit is None,  # a limit's run waits for the kill
             extras=tuple(extras or ()),
+            memory_limit=limit,
         ),
     )
 
@@ -350,6 +375,7 @@ def capture(
     ] = "",
     order: Annotated[int | None, typer.Option(help="with --named: its place in tables")] = None,
     extras: WithOpt = None,
+    memory_limit: MemoryLimitOpt = None,
 ) -> None:
     """A run whose dataset lands in datasets/<lab>/ (for the notebooks and READMEs);
     always the whole duration: a published run shows the whole load."""
@@ -361,6 +387,7 @@ def capture(
     if "/" in into or ".." in into or (named and ("/" in named or named.startswith("."))):
         raise LeakLabError("--named and --into are plain names, not paths", "e.g. --into burst")
     dest = lab.root / "datasets" / lab.slug / into
+    limit = _memory_limit(lab, variant, memory_limit)
     options = RunOptions(
         variant,
         _params(duration, rate, param),
@@ -368,6 +395,7 @@ def capture(
         name=named or dataset_name(variant),
         order=order if order is not None else _order(lab, variant),
         extras=tuple(extras or ()),
+        memory_limit=limit,
     )
     _run_and_print(lab, options)
 
@@ -401,6 +429,11 @@ def compare(
         )
     summaries = [report.summarise(lab, ds) for ds in runs]
     out.print(report.table(lab, summaries, wide=wide))
+    for projection in report.limit_lines(summaries):
+        out.print(projection, highlight=False)
+    for run in summaries:
+        if run.busy:
+            err.print(f"{run.name}: {run.busy}", highlight=False, markup=False)
     if line := report.separation(lab, summaries):
         out.print(line)
     target = png or work_dir(lab.root) / "reports" / f"{lab.slug}-{source}.png"

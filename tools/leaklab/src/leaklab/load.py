@@ -10,6 +10,9 @@ flags (rate, count, duration) and stops by itself; every second it prints one JS
 object with cumulative counters (`{"t_s": 3.0, "sent": 1200, "ok": 900, ...}`); at the
 end it prints one with `"done": true`. The harness records every numeric counter as a
 series `load_<name>` and enforces a hard deadline in case the program does not stop.
+A line may carry `"disturb_s": D` just before the program does something that disturbs
+the service (a forced full GC, a class histogram): the D seconds after it are left out of
+every fit (`leaklab.analysis.DISTURB_SERIES`).
 An adaptive run may end the load early with SIGTERM: the program then stops sending,
 lets requests in flight finish briefly and prints its final line, as at the end of its
 duration (its exit status is not checked then: lab 03's load exits 1 when interrupted). A
@@ -47,6 +50,7 @@ class LoadResult:
     # An adaptive run asked the program to stop (SIGTERM) once its verdict was decided;
     # a program may then exit non-zero as interrupted, and its final line still counts.
     asked_to_stop: bool = False
+    stop_asked_at: float | None = None  # monotonic: when the program was asked to stop
 
 
 class LoadProgram:
@@ -87,6 +91,7 @@ class LoadProgram:
             return
         if self._child is not None and self._child.poll() is None:
             self.result.asked_to_stop = True
+            self.result.stop_asked_at = time.monotonic()
             os.killpg(self._child.pid, signal.SIGTERM)  # its own process group
 
     def running(self) -> bool:

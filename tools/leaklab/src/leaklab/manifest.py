@@ -158,6 +158,14 @@ class LabInfo(_Table, frozen=True, kw_only=True):
     course_tests: tuple[str, ...] | None = None
 
 
+class Limit(_Table, frozen=True, kw_only=True):
+    """The memory limit the lab's case study ran under (scaled to the lab): a size such
+    as "154Mi" or "1G" (`leaklab.limit.parse_size`), and what it is."""
+
+    size: Text
+    label: Text
+
+
 class LabFile(_Table, frozen=True, kw_only=True):
     """A whole `labs/NN/lab.toml`."""
 
@@ -175,6 +183,7 @@ class LabFile(_Table, frozen=True, kw_only=True):
     analysis: Analysis
     bench: Bench | None = None
     grade: Grade = Grade()
+    limit: Limit | None = None
 
 
 class AnswerGrade(_Table, frozen=True, kw_only=True):

@@ -34,6 +34,7 @@ from leaklab.errors import LeakLabError
 from leaklab.paths import work_dir
 
 LOOPBACK = "127.0.0.1"
+INTERRUPT_GRACE_S = 1.0  # after a Ctrl-C, each group's moment to exit before SIGKILL
 
 
 def free_port() -> int:
@@ -74,8 +75,10 @@ class ProcessGroup:
     def __enter__(self) -> ProcessGroup:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop_all()
+    def __exit__(self, exc_type: type[BaseException] | None, exc: object, tb: object) -> None:
+        # Ctrl-C: the user is waiting; give each group a moment, not the usual grace.
+        interrupted = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
+        self.stop_all(INTERRUPT_GRACE_S if interrupted else None)
 
     def start(
         self,
@@ -119,6 +122,9 @@ class ProcessGroup:
         child = self.start(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             out, err = child.communicate(timeout=timeout_s)
+        except KeyboardInterrupt:
+            self.stop(child, signal.SIGKILL)  # a snapshot is not worth the user's wait
+            raise
         finally:
             self.stop(child)  # also sweeps what it left running in its group
             self.children.remove(child)
@@ -143,9 +149,28 @@ class ProcessGroup:
             self.ledger.discard(child.pid)
         return child.returncode
 
-    def stop_all(self) -> None:
-        while self.children:
-            self.stop(self.children.pop())
+    def stop_all(self, grace_s: float | None = None) -> None:
+        """Stop every group: SIGTERM to all at once (newest first), one shared wait of
+        `grace_s` (the timeout by default), then SIGKILL to every group. At once, not one
+        after another: a wait per child added up to more than 30 s on a loaded machine
+        after a Ctrl-C (the service, the load, a snapshot, each slow to die)."""
+        children, self.children = self.children[::-1], []
+        for child in children:
+            if child.poll() is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, signal.SIGTERM)
+        deadline = time.monotonic() + (self.term_timeout_s if grace_s is None else grace_s)
+        for child in children:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
+        for child in children:  # the leader may be gone while its children live on
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)
+        for child in children:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=self.term_timeout_s)
+            if self.ledger is not None:
+                self.ledger.discard(child.pid)
 
 
 def run_captured(

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.table import Table
 
-from leaklab import sequential
-from leaklab.analysis import Fit, load_seconds, ratio, scale, series_fit, unit_per_min, verdict
+from leaklab import limit, sequential
+from leaklab.analysis import (
+    Fit,
+    disturbed,
+    fit_slope,
+    load_seconds,
+    ratio,
+    scale,
+    series_fit,
+    steady_window,
+    unit_per_min,
+    verdict,
+)
 from leaklab.dataset import Dataset
 from leaklab.spec import Lab
 from leaklab.style import colour, series_title
@@ -31,6 +43,30 @@ class RunSummary:
     latency_ms: str | None = None
     # An adaptive run: when its verdict was decided, in seconds of load.
     decided_at_s: float | None = None
+    # For RSS and the verdict series: the time until the lab's (or the run's) memory
+    # limit at the measured slope (`leaklab.limit`), as JSON objects; a grade result
+    # carries them unchanged.
+    time_to_limit: list[dict[str, Any]] = field(default_factory=list)
+    # A run under --memory-limit: the kill predicted from the first half of its window
+    # beside the kill observed (or the service alive at the end).
+    memory_limit: dict[str, Any] | None = None
+    # Why this run's figures may not be trusted: a machine too busy (`machine_busy`).
+    busy: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "variant": self.variant,
+            "verdict": self.verdict,
+            "decided_at_s": self.decided_at_s,
+            "fits": {s: (f.__dict__ if f else None) for s, f in self.fits.items()},
+            "time_to_limit": self.time_to_limit,
+            "memory_limit": self.memory_limit,
+            "busy": self.busy,
+        }
+
+    def limit_for(self, series: str) -> dict[str, Any] | None:
+        return next((t for t in self.time_to_limit if t["series"] == series), None)
 
     @property
     def verdict_cell(self) -> str:
@@ -66,7 +102,143 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
         verdict=run_verdict(lab, decision, fits[lab.analysis.verdict_series]),
         latency_ms=latency,
         decided_at_s=decision.at_s if decision else None,
+        time_to_limit=[t.to_json() for t in times_to_limit(lab, ds, fits)],
+        memory_limit=kill_prediction(lab, ds),
+        busy=machine_busy(lab, ds),
     )
+
+
+# A run's figures are suspect when the machine had this many runnable tasks per core
+# (lab 05's broken run answered nothing at a load average near 12 on 2 cores: 6 a core),
+# when this share of CPU time was stolen, or when client aborts ran this many times the
+# lab's published run of the same variant (and above ABORTS_FLOOR of what was sent).
+BUSY_LOAD_PER_CPU = 3.0
+BUSY_STEAL_PCT = 10.0
+ABORTS_TIMES_NORM = 3.0
+ABORTS_FLOOR = 0.05
+
+
+def machine_busy(lab: Lab, ds: Dataset) -> str | None:
+    """One line saying why this run's figures may not be trusted, or None."""
+    reasons = []
+    machine = ds.meta.get("machine") or {}
+    if machine.get("load_per_cpu", 0) >= BUSY_LOAD_PER_CPU:
+        load = max(machine["load_avg_1m_start"], machine["load_avg_1m_end"])
+        reasons.append(f"load average {load:.1f} on {machine['cpus']} cores")
+    if machine.get("cpu_steal_pct", 0) >= BUSY_STEAL_PCT:
+        reasons.append(f"{machine['cpu_steal_pct']:.0f}% of CPU time stolen")
+    share = _abort_share(ds.meta.get("load_result") or {})
+    norm_path = lab.dataset_dir / f"{ds.variant}.json"
+    if share is not None and share >= ABORTS_FLOOR and norm_path.is_file():
+        from leaklab import dataset
+
+        norm = _abort_share(dataset.read(norm_path).meta.get("load_result") or {})
+        if norm is not None and share >= ABORTS_TIMES_NORM * max(norm, 0.01):
+            reasons.append(
+                f"client aborts {100 * share:.0f}% of sent, {100 * norm:.0f}% in the "
+                f"lab's published {ds.variant} run"
+            )
+    if not reasons:
+        return None
+    return (
+        f"warning: the machine was too busy for these figures to be trusted "
+        f"({'; '.join(reasons)}): close what else runs and measure again"
+    )
+
+
+def _abort_share(final: dict[str, Any]) -> float | None:
+    sent, aborted = final.get("sent"), final.get("aborted")
+    if not isinstance(sent, int | float) or not isinstance(aborted, int | float) or sent <= 0:
+        return None
+    return float(aborted) / float(sent)
+
+
+def kill_prediction(lab: Lab, ds: Dataset) -> dict[str, Any] | None:
+    """Under --memory-limit: when the limit was predicted to be reached, from the first
+    half of the steady window (a prediction the run could have made before the end),
+    beside when the OOM killer ended the service, if it did. Predicted twice: from the
+    memory the kernel charges to the service's cgroup (what it holds to the limit) and
+    from RSS (which counts shared pages once per process, the cgroup once in all)."""
+    doc = ds.meta.get("memory_limit")
+    if not doc:
+        return None
+    size, applied, killed = int(doc["bytes"]), bool(doc["applied"]), doc.get("oom_kill_s")
+    warmup, end = lab.analysis.warmup_s, load_seconds(ds)
+    half = warmup + (end - warmup) / 2
+    out: dict[str, Any] = {
+        "limit_bytes": size,
+        "applied": applied,
+        "observed_kill_s": killed,
+        "from_window_s": [warmup, round(half, 3)],
+    }
+    guesses = []
+    for key, series in (("predicted", "cgroup_memory_bytes"), ("predicted_from_rss", "rss_bytes")):
+        window = steady_window(ds.series(series), warmup, half, disturbed(ds))
+        t, v = window["t_s"].to_numpy(), window["value"].to_numpy()
+        if len(t) == 0:
+            out[key] = None
+            continue
+        fit = fit_slope(t, v, scale(series)[0])
+        ttl = limit.project(series, fit, limit.anchor_of(t, v), half, size, "the limit")
+        at = [None if m is None else round(half + 60 * m, 1) for m in
+              (ttl.minutes, ttl.minutes_low, ttl.minutes_high)]  # fmt: skip
+        out[key] = {"series": series, "at_s": at[0], "low_s": at[1], "high_s": at[2]}
+        who = "charged memory" if series == "cgroup_memory_bytes" else "RSS"
+        if at[0] is not None and at[1] is not None:
+            high = "not within 24 h" if at[2] is None else _when(at[2])
+            guesses.append(f"{who} predicts {_when(at[0])} [{_when(at[1])}, {high}]")
+        else:
+            guesses.append(f"{who}: {ttl.text.split(': ', 1)[-1]}")
+    if not applied:
+        seen = "not applied: this machine gave no writable memory cgroup"
+    elif killed is not None:
+        seen = f"OOM-killed at {float(killed):.1f} s of load"
+    else:
+        seen = f"alive at the end of the load ({end:.0f} s)"
+    fitted = f"from the window's first {half - warmup:.0f} s"
+    out["text"] = (
+        f"under a {limit.describe_size(size)} limit: {seen}; {', '.join(guesses)} {fitted}"
+    )
+    return out
+
+
+def _when(seconds: float) -> str:
+    """Seconds of load as a learner reads them: 59 s, 12 min, 3.5 h."""
+    if seconds < 600:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
+
+
+def limit_of(lab: Lab, ds: Dataset) -> tuple[int, str] | None:
+    """The limit a run is projected against: the one it ran under (`--memory-limit`),
+    else its lab's `[limit]`; None when neither names one."""
+    ran_under = ds.meta.get("memory_limit") or {}
+    if isinstance(ran_under.get("bytes"), int):
+        size = int(ran_under["bytes"])
+        return size, f"the run's {limit.describe_size(size)} memory limit"
+    if lab.limit is None:
+        return None
+    return limit.parse_size(lab.limit.size), lab.limit.label
+
+
+def times_to_limit(lab: Lab, ds: Dataset, fits: dict[str, Fit | None]) -> list[limit.TimeToLimit]:
+    """RSS's and the verdict series' projections to the limit (one if they are one)."""
+    chosen = limit_of(lab, ds)
+    if chosen is None:
+        return []
+    size, label = chosen
+    out = []
+    for name in dict.fromkeys(("rss_bytes", lab.analysis.verdict_series)):
+        if not name.endswith("_bytes"):
+            continue  # a count (goroutines) has no memory limit
+        window = steady_window(
+            ds.series(name), lab.analysis.warmup_s, load_seconds(ds), disturbed(ds)
+        )
+        t, v = window["t_s"].to_numpy(), window["value"].to_numpy()
+        fit = fits.get(name) if name in fits else series_fit(ds, name, lab.analysis.warmup_s)
+        end = float(t[-1]) if len(t) else 0.0
+        out.append(limit.project(name, fit, limit.anchor_of(t, v), end, size, label))
+    return out
 
 
 def run_verdict(lab: Lab, decision: sequential.Decision | None, fit: Fit | None) -> str:
@@ -87,26 +259,68 @@ def table(lab: Lab, summaries: list[RunSummary], wide: bool = False) -> Table:
     if wide:
         return _wide_table(lab, summaries)
     name = lab.analysis.verdict_series
-    out = Table(
-        title=f"{lab.slug}: {series_title(name)}",
-        caption="steady-window slope; @Ns: an adaptive run decided after N s of load; "
-        "--wide: every series and count",
-    )
+    adaptive = any(run.decided_at_s is not None for run in summaries)
+    caption = "steady-window slope at 95%"
+    if adaptive:
+        # The verdict of an adaptive run is its deciding look's: over the window up to
+        # that look, at that look's (wider) level; the slope column is the whole
+        # window's at 95%. Two intervals for one series, each for its own question.
+        caption += "; verdict @Ns: decided by a look after N s of load, at that look's level"
+    limits = any(run.time_to_limit for run in summaries)
+    if limits:
+        caption += "; RSS to limit: at this slope [95% CI], limit below"
+    out = Table(title=f"{lab.slug}: {series_title(name)}", caption=caption + "; --wide: more")
     out.add_column("run")
     out.add_column(f"slope\n{unit_per_min(name)} [95% CI]", justify="right")
     out.add_column("verdict")
     out.add_column("peak RSS\nMB", justify="right")
     out.add_column("ok/s", justify="right")
+    if limits:
+        out.add_column("RSS to\nlimit", justify="right")
     for run in summaries:
         fit = run.fits[name]
         out.add_row(
             run.name,
             str(fit) if fit else "n/a",
-            run.verdict,
+            run.verdict_cell,
             f"{run.peak_rss_mb:.0f}",
             f"{run.throughput:.0f}",
+            *([limit_cell(run.limit_for("rss_bytes"))] if limits else []),
         )
     return out
+
+
+def limit_cell(ttl: dict[str, Any] | None) -> str:
+    """The time to the limit with its interval, short: '12s [4s, 26s]', '2.2h [35m, >24h]'."""
+    if ttl is None or (ttl["minutes_low"] is None and "too few" in ttl["text"]):
+        return "n/a"
+    if ttl["minutes_low"] is None:
+        return ">24h"
+    if ttl["minutes_high"] == 0:
+        return "reached"  # at or above the limit at the window's end already
+    low, high = _short(ttl["minutes_low"]), _short(ttl["minutes_high"])
+    if ttl["minutes"] is None:
+        return f"≥{low}"
+    return f"{_short(ttl['minutes'])} [{low}, {high}]"
+
+
+def _short(minutes: float | None) -> str:
+    if minutes is None:
+        return ">24h"
+    if minutes < 1:
+        return f"{minutes * 60:.0f}s"
+    return f"{minutes:.2g}m" if minutes < 100 else f"{minutes / 60:.2g}h"
+
+
+def limit_lines(summaries: list[RunSummary]) -> list[str]:
+    """One line per run and series: the projection to the limit, in words; and for a
+    run under --memory-limit, its kill beside the predicted one."""
+    lines = []
+    for run in summaries:
+        lines += [f"{run.name}: {t['text']}" for t in run.time_to_limit]
+        if run.memory_limit is not None:
+            lines.append(f"{run.name}: {run.memory_limit['text']}")
+    return lines
 
 
 def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:
@@ -117,8 +331,11 @@ def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:
     latency = any(run.latency_ms for run in summaries)
     if latency:
         out.add_column("p50 / p99\nms", justify="right")
+    limited = [t["series"] for t in summaries[0].time_to_limit] if summaries else []
     for name in ("peak RSS\nMB", "ok/s", "sent", "client\naborts", "errors", "verdict"):
         out.add_column(name, justify="right")
+    for series in limited:
+        out.add_column(f"{series}\nto limit", justify="right")
     for run in summaries:
         out.add_row(
             run.name,
@@ -130,6 +347,7 @@ def _wide_table(lab: Lab, summaries: list[RunSummary]) -> Table:
             str(run.aborted),
             str(run.errors),
             run.verdict_cell,
+            *(limit_cell(run.limit_for(series)) for series in limited),
         )
     return out
 

@@ -25,18 +25,21 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 import psutil
 
-from leaklab import dataset
+from leaklab import dataset, memlimit
 from leaklab.build import Built, build_load, build_variant, tail, tools_dir
 from leaklab.doctor import install_hint
 from leaklab.errors import LeakLabError
+from leaklab.limit import describe_size
+from leaklab.live import Frame, LiveView
 from leaklab.load import LoadProgram, LoadResult
+from leaklab.memlimit import Cgroup
 from leaklab.paths import work_dir
 from leaklab.procs import (
     LOOPBACK,
@@ -50,7 +53,7 @@ from leaklab.procs import (
     run_captured,
     wait_ready,
 )
-from leaklab.progress import LiveProgress
+from leaklab.progress import figures
 from leaklab.samplers import JsonlTail, Recorder, Sampler, http_json_poll, rss_poll, tree_rss
 from leaklab.sequential import Watch, plan
 from leaklab.spec import Aux, Lab, Ready, Snapshot, fill
@@ -84,6 +87,9 @@ class RunOptions:
     # tests in place of their own (`materialise`). The service is the same either way;
     # one tree is one build, where two cost a second sbt build per grade.
     course_tests: bool = False
+    # `--memory-limit`: the service runs in a memory cgroup of this many bytes
+    # (`leaklab.memlimit`); an OOM kill ends the run and is recorded, not an error.
+    memory_limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -202,9 +208,15 @@ class Serving:
     env: dict[str, str]
     service: subprocess.Popen[bytes] | None = None
     ready_s: float = 0.0
+    cgroup: Cgroup | None = None  # the memory cgroup the service runs in, if any
+
+    @property
+    def launch_argv(self) -> list[str]:
+        """The service's command as started: inside its memory cgroup, if it has one."""
+        return self.cgroup.wrap(self.service_argv) if self.cgroup else self.service_argv
 
 
-def start_serving(setup: Setup, group: ProcessGroup) -> Serving:
+def start_serving(setup: Setup, group: ProcessGroup, cgroup: Cgroup | None = None) -> Serving:
     """Start every aux process, then (for a listening service) the service, each waited
     for until its readiness probe answers; they stop with `group`."""
     lab, values = setup.lab, setup.values
@@ -212,7 +224,7 @@ def start_serving(setup: Setup, group: ProcessGroup) -> Serving:
         **lab.service.command.render_env(values),
         SERIES_FILE_ENV: str(setup.run_dir / "series.jsonl"),
     }
-    serving = Serving([], {}, lab.service.command.render(values), env)
+    serving = Serving([], {}, lab.service.command.render(values), env, cgroup=cgroup)
     for aux in lab.aux:
         serving.aux_argvs[aux.name] = aux.command.render(values)
         serving.watched.append(_start_aux(setup, group, aux, serving.aux_argvs[aux.name]))
@@ -249,7 +261,7 @@ def _start_service(
     _require(serving.service_argv)
     with service_log.open("ab") as sink:
         service = group.start(
-            serving.service_argv,
+            serving.launch_argv,
             cwd=setup.built.src,
             env=serving.env,
             stdout=sink,
@@ -290,20 +302,26 @@ class Measured:
     t0: float
     t_load_end: float
     watch: Watch | None = None
+    # Under --memory-limit: seconds of load at which the OOM killer ended the service.
+    oom_kill_s: float | None = None
+    sending_end_s: float | None = None  # when the load stopped sending (the window's end)
+    machine: dict[str, float] | None = None  # how busy the machine was (`machine_busy`)
 
 
 def _measure(setup: Setup, ledger: Ledger) -> Measured:
     """Start everything, sample, drive the load, idle, take the snapshots, stop
     everything (on every path), then check that the load did what it was asked."""
     recorder, origin = Recorder(), Origin()
-    with ProcessGroup(ledger=ledger) as group:
-        serving = start_serving(setup, group)
+    with _memory_cgroup(setup) as cgroup, ProcessGroup(ledger=ledger) as group:
+        serving = start_serving(setup, group, cgroup)
         load = LoadProgram(group, recorder)
         samplers = make_samplers(setup, recorder, serving, load, origin)
         for s in samplers:
             s.start()
         try:
             measured = _drive(setup, serving, load, recorder, origin)
+            if measured.oom_kill_s is not None:
+                return measured  # a kill is the result: no service left to check or snapshot
             _check_alive(serving.watched)
             setup.driving.check(setup, measured.result)
             if setup.opts.snapshots:
@@ -316,13 +334,45 @@ def _measure(setup: Setup, ledger: Ledger) -> Measured:
     return measured
 
 
+@contextlib.contextmanager
+def _memory_cgroup(setup: Setup) -> Iterator[Cgroup | None]:
+    """The run's memory cgroup under --memory-limit; removed once the run is over. Where
+    the machine gives none, one line says so and the run goes on without the limit."""
+    size = setup.opts.memory_limit
+    if size is None:
+        yield None
+        return
+    cgroup, why = memlimit.create(size, memlimit.group_name())
+    if cgroup is None:
+        setup.log(f"no writable memory cgroup here ({why}): running without the limit")
+        yield None
+        return
+    setup.log(f"the service runs under a {describe_size(size)} memory limit ({cgroup.path})")
+    try:
+        yield cgroup
+    finally:
+        cgroup.remove()
+
+
+def _oom_killed(serving: Serving, t0: float) -> float | None:
+    """Seconds since load start, once the OOM killer has ended the service; else None."""
+    if serving.cgroup is None or serving.cgroup.oom_kills() == 0:
+        return None
+    return round(time.monotonic() - t0, 3)
+
+
 def _service_pid(setup: Setup, serving: Serving, load: LoadProgram) -> Callable[[], int | None]:
     return lambda: setup.driving.service_pid(serving, load)
 
 
-def _stop_samplers(samplers: list[Sampler]) -> None:
+def _stop_samplers(samplers: list[Sampler], wait_s: float = 5.0) -> None:
+    """Stop every sampler at once, with one shared wait: a poll blocked on a service
+    that no longer answers (daemon threads) must not hold up the end of a run."""
     for s in samplers:
-        s.stop()
+        s.stop_soon()
+    deadline = time.monotonic() + wait_s
+    for s in samplers:
+        s.join(timeout=max(0.0, deadline - time.monotonic()))
     for s in samplers:
         if isinstance(s.poll, JsonlTail):
             s.poll()  # the lines written after the last scheduled poll
@@ -336,31 +386,93 @@ def _drive(
     every aux and the service must stay up throughout."""
     lab = setup.lab
     load_argv, t0, deadline = setup.driving.start(setup, serving, load, origin)
+    before = _machine_now()
     watch = _watch_for(setup)
     # A self-driving client drains its backlog after sending (lab 02's broken one for
     # ~40 s), and the drain is not part of the verdict window: its last look is taken
     # when the sending ends, and the drain is then cut short.
     final_in_loop = not setup.driving.listens
-    title = f"{lab.slug} {setup.opts.variant}"
-    with LiveProgress(title, setup.duration_s, recorder, lab.analysis.series) as live:
+    a = lab.analysis
+    frame = Frame(
+        f"{lab.slug} {setup.opts.variant}",
+        a.verdict_series,
+        a.warmup_s,
+        setup.duration_s,
+        a.grows_above,
+        a.flat_below,
+        elapsed_s=0.0,
+        adaptive=watch is not None,
+    )
+    shown = lambda: figures(recorder, a.series, load.result.final or load.result.last)  # noqa: E731
+    killed_s: float | None = None
+    with LiveView(frame, recorder, t0, setup.run_dir, watch, shown) as view:
+        setup = replace(setup, log=view.logger(setup.log))
         while load.running() and time.monotonic() < deadline:
+            if (killed_s := _oom_killed(serving, t0)) is not None:
+                setup.log(f"the service was OOM-killed at {killed_s:.1f} s of load")
+                load.ask_to_stop()
+                break
             _check_alive(serving.watched)
-            live.update(time.monotonic() - t0, load.result.last)
             if watch is not None and watch.due(time.monotonic() - t0, final_in_loop):
                 _look(setup, watch, recorder, t0, load)
+            view.update()  # after the look: a plain line at a look shows its verdict
             time.sleep(0.25)
         result = load.finish(deadline)
         t_load_end = time.monotonic()
+        if killed_s is None and (killed_s := _oom_killed(serving, t0)) is not None:
+            setup.log(f"the service was OOM-killed at {killed_s:.1f} s of load")
+        sending_s = sending_ended_s(setup, result, t0, t_load_end - t0)
+        end_s = setup.driving.phases(setup, result.final, sending_s)["load_s"]
+        if killed_s is not None:
+            end_s = min(end_s, killed_s)  # the steady window ends at the kill
         if watch is not None and not watch.finished:
-            end_s = setup.driving.phases(setup, result.final, t_load_end - t0)["load_s"]
             setup.log(str(watch.last_look(recorder.snapshot(), t0, end_s)))
-        live.update(t_load_end - t0, result.final or result.last)
-        idle_end = t_load_end + setup.driving.idle_s(setup)
+        view.update(window_end_s=end_s, force=True)
+        idle_end = t_load_end + (setup.driving.idle_s(setup) if killed_s is None else 0.0)
         while time.monotonic() < idle_end:
             _check_alive(serving.watched)
-            live.update(time.monotonic() - t0, result.final, phase="idle")
+            view.update(window_end_s=end_s)
             time.sleep(0.25)
-    return Measured(serving, recorder, result, load_argv, t0, t_load_end, watch)
+    machine = _machine_busy(before, _machine_now())
+    return Measured(
+        serving, recorder, result, load_argv, t0, t_load_end, watch, killed_s, sending_s, machine
+    )
+
+
+def _machine_now() -> tuple[tuple[float, float, float], Any]:
+    return os.getloadavg(), psutil.cpu_times()
+
+
+def _machine_busy(
+    before: tuple[tuple[float, float, float], Any], after: tuple[tuple[float, float, float], Any]
+) -> dict[str, float]:
+    """How busy the machine was while the load ran: the 1-minute load average at its
+    start and end (per core too), and the share of CPU time the hypervisor stole."""
+    (load0, times0), (load1, times1) = before, after
+    total = sum(times1) - sum(times0)
+    steal = getattr(times1, "steal", 0.0) - getattr(times0, "steal", 0.0)
+    cpus = os.cpu_count() or 1
+    return {
+        "cpus": cpus,
+        "load_avg_1m_start": round(load0[0], 2),
+        "load_avg_1m_end": round(load1[0], 2),
+        "load_per_cpu": round(max(load0[0], load1[0]) / cpus, 2),
+        "cpu_steal_pct": round(100 * steal / total, 2) if total > 0 else 0.0,
+    }
+
+
+def sending_ended_s(setup: Setup, result: LoadResult, t0: float, exited_s: float) -> float:
+    """When a load program stopped sending, in seconds since load start: at the end of
+    its duration, or when the harness asked it to stop, or when it exited, whichever came
+    first. The steady window ends there, not at its exit: what a load does after sending
+    (lab 03's node-wide GC and disconnect, lab 04's class histogram) is not the service
+    under load. A self-driving client says itself when its load ended (`load_end_s`)."""
+    if not setup.driving.listens:
+        return exited_s
+    ends = [exited_s, setup.duration_s]
+    if result.stop_asked_at is not None:
+        ends.append(result.stop_asked_at - t0)
+    return round(min(ends), 3)
 
 
 def _watch_for(setup: Setup) -> Watch | None:
@@ -395,7 +507,21 @@ def _write(setup: Setup, measured: Measured, ledger: Ledger) -> RunResult:
         "idle_s": setup.driving.idle_s(setup),
         "warmup_s": lab.analysis.warmup_s,
     }
+    if setup.driving.listens and measured.sending_end_s is not None:
+        phases["load_exit_s"] = ended_s  # the load program's exit, after its post-run actions
+        phases["load_s"] = min(phases["load_s"], measured.sending_end_s)
+    if measured.oom_kill_s is not None:  # the steady window ends at the kill
+        phases["load_s"] = min(phases["load_s"], measured.oom_kill_s)
+        phases["idle_s"] = 0.0
     meta = _provenance(setup, measured, phases, ledger)
+    if setup.opts.memory_limit is not None:
+        cgroup = measured.serving.cgroup
+        meta["memory_limit"] = {
+            "bytes": setup.opts.memory_limit,
+            "applied": cgroup is not None,
+            "cgroup": f"v{cgroup.version} {cgroup.path}" if cgroup else None,
+            "oom_kill_s": measured.oom_kill_s,
+        }
     opts = setup.opts
     dest = opts.dest or work_dir(lab.root) / "runs" / lab.slug
     csv_path, json_path = dataset.write(
@@ -478,7 +604,7 @@ class SelfDriven:
         _require(serving.service_argv)
         origin.at = t0 = time.monotonic()
         log = setup.run_dir / "service.log"
-        load.start(serving.service_argv, cwd=setup.built.src, log=log, env=serving.env)
+        load.start(serving.launch_argv, cwd=setup.built.src, log=log, env=serving.env)
         setup.log(f"service started (pid {load.pid}); it drives itself and exits")
         return None, t0, t0 + setup.lab.service.max_s
 
@@ -606,6 +732,8 @@ def make_samplers(
     if setup.driving.listens:  # a separate load program, measured too
         poll = rss_poll(recorder, "load_rss_bytes", lambda: load.pid)
         samplers.append(Sampler("load-rss", every, poll))
+    if serving.cgroup is not None:  # what the kernel holds to --memory-limit
+        samplers.append(Sampler("cgroup", every, _cgroup_poll(recorder, serving.cgroup)))
     for watched in serving.watched:
         if watched.name is not None:
             poll = rss_poll(recorder, f"{watched.name}_rss_bytes", lambda w=watched: w.pid)  # type: ignore[misc]
@@ -619,6 +747,14 @@ def make_samplers(
             poll = JsonlTail(recorder, path, sampler.series, sampler.time_field, origin)
         samplers.append(Sampler(f"{sampler.kind}-{i}", sampler.interval_s, poll))
     return samplers
+
+
+def _cgroup_poll(recorder: Recorder, cgroup: Cgroup) -> Callable[[], None]:
+    def poll() -> None:
+        if (used := cgroup.usage()) is not None:
+            recorder.add("cgroup_memory_bytes", used)
+
+    return poll
 
 
 def _check_alive(watched: list[_Watched]) -> None:
@@ -734,6 +870,7 @@ def _provenance(
         "mode": setup.driving.mode,
         **({"sequential": measured.watch.to_json()} if measured.watch else {}),
         "sampler_errors": len(measured.recorder.errors),
+        **({"machine": measured.machine} if measured.machine else {}),
         "commands": {
             "leaklab": shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]),
             "service": shlex.join(serving.service_argv),

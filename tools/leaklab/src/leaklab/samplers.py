@@ -64,8 +64,12 @@ class Sampler(threading.Thread):
             self._stop_event.wait(max(0.0, next_at - time.monotonic()))
 
     def stop(self) -> None:
-        self._stop_event.set()
+        self.stop_soon()
         self.join(timeout=5)
+
+    def stop_soon(self) -> None:
+        """Ask the thread to stop after its current poll, without waiting for it."""
+        self._stop_event.set()
 
 
 def tree_rss(pid: int) -> float | None:

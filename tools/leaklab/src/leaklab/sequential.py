@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from leaklab.analysis import Fit, fit_slope, scale, verdict
+from leaklab.analysis import DISTURB_SERIES, Fit, disturbed_spans, fit_slope, scale, verdict
 from leaklab.samplers import Row
 from leaklab.spec import Analysis
 
@@ -113,12 +113,19 @@ class Decision:
 
 
 def judge(
-    analysis: Analysis, looks: list[Look], index: int, t_s: np.ndarray, values: np.ndarray
+    analysis: Analysis,
+    looks: list[Look],
+    index: int,
+    t_s: np.ndarray,
+    values: np.ndarray,
+    spans: tuple[tuple[float, float], ...] = (),
 ) -> Decision:
     """Look `index` (0-based) at the verdict series' samples so far (seconds since load
     start, raw values): the steady window up to the look, fitted at the look's level."""
     look = looks[index]
     inside = (t_s >= analysis.warmup_s) & (t_s <= look.at_s)
+    for start, end in spans:  # what the load said disturbs the service
+        inside &= (t_s < start) | (t_s > end)
     per = scale(analysis.verdict_series)[0]
     interim = index < len(looks) - 1  # an interim look waits for 3 events of a step series
     fit = fit_slope(t_s[inside], values[inside], per, level=look.level, strict_steps=interim)
@@ -165,7 +172,9 @@ class Watch:
         return self._take(len(self.looks) - 1, rows, t0)
 
     def _take(self, index: int, rows: list[Row], t0: float) -> Decision:
-        decision = judge(self.analysis, self.looks, index, *self._series(rows, t0))
+        t, v = self._series(rows, t0)
+        marks = self._series(rows, t0, DISTURB_SERIES)
+        decision = judge(self.analysis, self.looks, index, t, v, disturbed_spans(*marks))
         self.decisions.append(decision)
         return decision
 
@@ -178,8 +187,10 @@ class Watch:
             "decisions": [d.to_json() for d in self.decisions],
         }
 
-    def _series(self, rows: list[Row], t0: float) -> tuple[np.ndarray, np.ndarray]:
-        name = self.analysis.verdict_series
+    def _series(
+        self, rows: list[Row], t0: float, name: str | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        name = name or self.analysis.verdict_series
         points = [(at - t0, value) for at, series, value in rows if series == name]
         t, v = zip(*points, strict=True) if points else ((), ())
         return np.asarray(t, dtype=float), np.asarray(v, dtype=float)

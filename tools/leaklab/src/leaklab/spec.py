@@ -268,6 +268,8 @@ class Lab:
     # read from: the repository (`root`), or a copy of the published lab that a grade
     # reads instead. `root` stays the repository: builds, runs and the learner's tree.
     source: Path | None = None
+    # `[limit]`: the memory limit times-to-limit are given against (`leaklab.limit`).
+    limit: manifest.Limit | None = None
 
     @property
     def params(self) -> dict[str, str]:
@@ -409,6 +411,7 @@ def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
         spoilers=answer.spoilers,
         regression_tests=answer.regression_tests,
         source=source,
+        limit=doc.limit,
     )
 
 
