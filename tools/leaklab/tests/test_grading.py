@@ -8,16 +8,19 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
 
+from leaklab import dataset, report
 from leaklab.errors import LeakLabError
 from leaklab.grading import course, failures, junit, summary
 from leaklab.grading import grade as grade_module
 from leaklab.grading import result as result_format
+from leaklab.limit import parse_size
+from leaklab.spec import load_lab
 
+ROOT = Path(__file__).resolve().parents[3]
 REAL = Path(__file__).parent / "grading-results"
 
 GO = """$ go test -race -count=1 -timeout 30s ./...
@@ -93,30 +96,20 @@ def test_a_result_that_breaks_the_schema_says_where() -> None:
 
 
 def test_time_to_limit_is_passed_through_and_valid() -> None:
-    """Another module adds `time_to_limit` to run summaries; the result carries it."""
-
-    @dataclass
-    class TimeToLimit:
-        series: str
-        limit_bytes: float
-        limit_label: str
-        minutes: float | None
-        minutes_low: float | None
-        minutes_high: float | None
-        text: str
-
-    @dataclass
-    class Summary:
-        time_to_limit: TimeToLimit | None
-
-    found = TimeToLimit("rss_bytes", 1e9, "1 GB", 10.5, 9.0, 12.5, "1 GB in about 10 min")
-    passed = grade_module._time_to_limit(Summary(found))
-    assert passed == asdict(found)
-    assert grade_module._time_to_limit(Summary(None)) is None
+    """A run summary gives RSS's and the verdict series' time to the lab's memory limit
+    (`leaklab.limit`); the grade result carries both, unchanged, and the schema takes
+    them. Read from lab 01's captured broken run, so the two modules meet for real."""
+    lab = load_lab("01")
+    run = report.summarise(lab, dataset.read(ROOT / "datasets" / lab.slug / "broken.json"))
+    passed = grade_module._time_to_limit(run)
+    assert passed is not None
+    assert {t["series"] for t in passed} == {"rss_bytes", lab.analysis.verdict_series}
+    assert lab.limit is not None
+    assert all(t["limit_bytes"] == parse_size(lab.limit.size) for t in passed)
     assert grade_module._time_to_limit(object()) is None
     doc = json.loads((REAL / "01-fixed.json").read_text())
     assert result_format.problems({**doc, "time_to_limit": passed}) == []
-    assert result_format.problems({**doc, "time_to_limit": {"series": "x"}}) != []
+    assert result_format.problems({**doc, "time_to_limit": [{"series": "x"}]}) != []
 
 
 def test_a_repository_without_history_has_no_published_commit(tmp_path: Path) -> None:

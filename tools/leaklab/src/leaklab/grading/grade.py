@@ -33,7 +33,6 @@ the run is repeated once, and the second run decides: noise must not flip a grad
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import re
 import tempfile
@@ -114,9 +113,9 @@ class GradeResult:
     unit: str | None = None
     started_at: str = ""
     seconds: float = 0.0
-    # Optional, from the run's summary when the harness computes it (another module's):
-    # when the verdict series would reach a memory limit at the measured slope.
-    time_to_limit: dict[str, Any] | None = None
+    # From the run's summary (`leaklab.limit`): when RSS and the verdict series would
+    # reach the lab's memory limit at the measured slope, one object per series.
+    time_to_limit: list[dict[str, Any]] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -509,15 +508,11 @@ def _judge(
     return result
 
 
-def _time_to_limit(summary: object) -> dict[str, Any] | None:
-    """The run summary's time-to-limit figures, passed through when the harness has
-    them (an optional field of the result format)."""
+def _time_to_limit(summary: object) -> list[dict[str, Any]] | None:
+    """The run summary's time-to-limit figures (RSS and the verdict series), passed
+    through unchanged; None where the summary has none."""
     found = getattr(summary, "time_to_limit", None)
-    if found is None:
-        return None
-    if dataclasses.is_dataclass(found) and not isinstance(found, type):
-        return asdict(found)
-    return dict(found) if isinstance(found, dict) else None
+    return [dict(t) for t in found] if found else None
 
 
 def _decided_level(ds: dataset.Dataset) -> float:
