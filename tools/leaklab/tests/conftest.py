@@ -57,6 +57,7 @@ def fake_repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(FAKELAB / "server.py", lab / "service" / "server.py")
     shutil.copy(FAKELAB / "load.py", lab / "load" / "load.py")
     shutil.copy(FAKELAB / "01-forget.patch", root / "solutions" / "90-fake" / "01-forget.patch")
+    shutil.copy(FAKELAB / "answer.toml", root / "solutions" / "90-fake" / "answer.toml")
     git(root, "init", "-q")
     publish(root, "fake lab")
     monkeypatch.setenv("LEAKLAB_ROOT", str(root))

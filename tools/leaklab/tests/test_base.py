@@ -181,21 +181,27 @@ new file mode 100644
 """
 
 
-def test_a_grade_tree_has_the_published_tests_and_the_solutions_regression_test(
-    fake_repo: Path, tmp_path: Path
-) -> None:
-    solution = fake_repo / "solutions" / "90-fake"
-    (solution / "02-regression-test.patch").write_text(REGRESSION_PATCH)
-    (fake_repo / "labs" / "90-fake" / "service" / "test_server.py").write_text("# published\n")
-    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
-    toml.write_text(
-        toml.read_text()
-        .replace(
+def add_regression_test(root: Path) -> None:
+    """The fake solution gains a second patch that adds a regression test (answer.toml)."""
+    (root / "solutions" / "90-fake" / "02-regression-test.patch").write_text(REGRESSION_PATCH)
+    answer = root / "solutions" / "90-fake" / "answer.toml"
+    answer.write_text(
+        answer.read_text().replace(
             'patches = ["01-forget.patch"]',
             'patches = ["01-forget.patch", "02-regression-test.patch"]\n'
             'regression_tests = ["test_regression.py"]',
         )
-        .replace(
+    )
+
+
+def test_a_grade_tree_has_the_published_tests_and_the_solutions_regression_test(
+    fake_repo: Path, tmp_path: Path
+) -> None:
+    (fake_repo / "labs" / "90-fake" / "service" / "test_server.py").write_text("# published\n")
+    add_regression_test(fake_repo)
+    toml = fake_repo / "labs" / "90-fake" / "lab.toml"
+    toml.write_text(
+        toml.read_text().replace(
             'story = "test fixture"', 'story = "test fixture"\ncourse_tests = ["service/test_*.py"]'
         )
     )

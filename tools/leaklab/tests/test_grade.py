@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import git, publish
-from test_base import REGRESSION_PATCH
+from test_base import add_regression_test
 
 from leaklab import diff
 from leaklab import grade as grade_module
@@ -28,7 +28,6 @@ CRASH_AT_START = (FAKELAB / "crash-at-start.patch").read_text()
 
 GRADE_TABLE = """
 [grade]
-hint = "look at what the handler keeps"
 rss_grows_above = 50
 
 [[grade.checks]]
@@ -54,6 +53,8 @@ def graded_repo(no_orphans: Path) -> Path:
     """The fake lab with a [grade] table and a captured solution run, all committed."""
     toml = no_orphans / "labs" / "90-fake" / "lab.toml"
     toml.write_text(toml.read_text() + GRADE_TABLE)
+    answer = no_orphans / "solutions" / "90-fake" / "answer.toml"
+    answer.write_text(answer.read_text() + '\n[grade]\nhint = "look at what the handler keeps"\n')
     lab = load_lab("90", no_orphans)
     run(lab, RunOptions("fixed", dest=no_orphans / "datasets" / "90-fake"), log=quiet)
     publish(no_orphans, "grade table and solution run")
@@ -98,16 +99,7 @@ def test_a_grade_measures_the_tree_it_tested_and_builds_it_once(graded_repo: Pat
     """The run starts the tree the gate built and tested (the learner's, with the
     course's tests and the solution's regression test in it), not a second build of the
     learner's tree without them."""
-    solution = graded_repo / "solutions" / "90-fake"
-    (solution / "02-regression-test.patch").write_text(REGRESSION_PATCH)
-    toml = graded_repo / "labs" / "90-fake" / "lab.toml"
-    toml.write_text(
-        toml.read_text().replace(
-            'patches = ["01-forget.patch"]',
-            'patches = ["01-forget.patch", "02-regression-test.patch"]\n'
-            'regression_tests = ["test_regression.py"]',
-        )
-    )
+    add_regression_test(graded_repo)
     publish(graded_repo, "a regression test")
     server = graded_repo / "labs" / "90-fake" / "service" / "server.py"
     server.write_text(server.read_text().replace("HELD.append(body)", "pass  # fixed"))

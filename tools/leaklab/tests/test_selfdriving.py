@@ -41,6 +41,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for name in ("client.py", "broker.py"):
         shutil.copy(LAB / name, lab / "service" / name)
     shutil.copy(LAB / "01-release.patch", root / "solutions" / SLUG / "01-release.patch")
+    shutil.copy(LAB / "answer.toml", root / "solutions" / SLUG / "answer.toml")
     git(root, "init", "-q")
     publish(root, "self-driving lab")
     monkeypatch.setenv("LEAKLAB_ROOT", str(root))

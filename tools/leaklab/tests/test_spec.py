@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,28 +96,59 @@ def test_a_misspelt_key_in_any_course_lab_names_the_key(slug: str, tmp_path: Pat
         assert str(copy) in info.value.what and near in str(info.value.fix)
 
 
-def test_hints_come_one_at_a_time(fake_repo: Path) -> None:
-    _rewrite(
-        fake_repo, 'story = "test fixture"', 'story = "test fixture"\nhints = ["look", "closer"]'
-    )
+def _answer(root: Path, extra: str) -> None:
+    """Append to the fake lab's answer.toml (solutions/90-fake/answer.toml)."""
+    path = root / "solutions" / "90-fake" / "answer.toml"
+    path.write_text(path.read_text() + extra)
+
+
+def test_hints_come_one_at_a_time_from_the_answer(fake_repo: Path) -> None:
+    _answer(fake_repo, 'hints = ["look", "closer"]\n')
     lab = load_lab("90", fake_repo)
-    first, second, again = hints.show(lab), hints.show(lab), hints.show(lab)
-    assert (first.number, first.text, second.text, again.number) == (1, "look", "closer", 2)
+    first, second = hints.show(lab), hints.show(lab)
+    assert (first.number, first.text, second.number, second.text) == (1, "look", 2, "closer")
     assert "hint 2" in first.next_step and "last hint" in second.next_step
-    with pytest.raises(LeakLabError, match="hints 1 to 2, not 3"):
-        hints.show(lab, 3)
+    assert hints.show(lab, 1).text == "look"  # any hint again, by number
 
 
-def test_the_readme_shows_the_manifests_hints_word_for_word(fake_repo: Path) -> None:
-    _rewrite(
-        fake_repo, 'story = "test fixture"', 'story = "test fixture"\nhints = ["look", "closer"]'
-    )
+def test_past_the_last_hint_is_one_clear_line_and_exit_2(fake_repo: Path) -> None:
+    _answer(fake_repo, 'hints = ["look"]\n')
+    lab = load_lab("90", fake_repo)
+    with pytest.raises(LeakLabError, match="hints 1 to 1; there is no hint 2"):
+        hints.show(lab, 2)
+    hints.show(lab)
+    with pytest.raises(LeakLabError, match="you have seen them all"):
+        hints.show(lab)
+    env = {**os.environ, "LEAKLAB_ROOT": str(fake_repo)}
+    cli = [sys.executable, "-m", "leaklab", "hint", "90"]
+    done = subprocess.run([*cli, "3"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done
+    assert done.stderr.strip().splitlines() == [
+        "error: lab 90 has hints 1 to 1; there is no hint 3"
+    ]
+
+
+def test_lab_toml_holds_no_hint_and_the_answer_no_unknown_key(fake_repo: Path) -> None:
+    """The answer's keys are refused in lab.toml (a learner reads it for the standard
+    load), and a misspelt key in answer.toml is named like one in lab.toml."""
+    _rewrite(fake_repo, 'story = "test fixture"', 'story = "test fixture"\nhints = ["look"]')
+    with pytest.raises(LeakLabError, match="unknown key 'hints'"):
+        load_lab("90", fake_repo)
+    _rewrite(fake_repo, 'story = "test fixture"\nhints = ["look"]', 'story = "test fixture"')
+    _answer(fake_repo, 'spoiler = ["held"]\n')
+    with pytest.raises(LeakLabError, match=r"answer\.toml: has an unknown key 'spoiler'") as info:
+        load_lab("90", fake_repo)
+    assert info.value.fix == "did you mean 'spoilers'?"
+
+
+def test_the_readme_sends_the_learner_to_leaklab_hint_and_shows_no_hint(fake_repo: Path) -> None:
+    _answer(fake_repo, 'hints = ["look at what the handler keeps"]\n')
     readme = fake_repo / "labs" / "90-fake" / "README.md"
-    block = "<details>\n<summary>Hint {k}</summary>\n\n{text}\n</details>\n"
-    readme.write_text(block.format(k=1, text="look") + block.format(k=2, text="closer"))
+    readme.write_text("Stuck? `leaklab hint 90` gives one hint at a time.\n")
     assert hints.problems(load_lab("90", fake_repo)) == []
-    readme.write_text(block.format(k=1, text="look") + block.format(k=2, text="further"))
-    assert hints.problems(load_lab("90", fake_repo))
+    readme.write_text("<details><summary>Hint 1</summary>look at what the\nhandler keeps</details>")
+    found = hints.problems(load_lab("90", fake_repo))
+    assert len(found) == 2 and "leaklab hint" in found[0] and "shows hint 1" in found[1]
 
 
 def test_the_course_labs_parse() -> None:

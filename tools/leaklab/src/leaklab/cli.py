@@ -371,7 +371,7 @@ def hint(
         int | None, typer.Argument(help="which hint (default: the next one you have not seen)")
     ] = None,
 ) -> None:
-    """One hint at a time for a lab's exercise, from its lab.toml."""
+    """One hint at a time for a lab's exercise (the next one, or hint K again)."""
     from leaklab import hints
 
     lab = load_lab(lab_name)

@@ -3,9 +3,10 @@
 `lock` records each lab's published trees (`leaklab.base`); `check` proves the course
 agrees with itself: the record matches the files, every recorded tree is the one HEAD
 commits (so every clone has it, not only the maintainer's), every solution stage
-materialises (its patches apply in order), and every lab has its README (with the
-manifest's hints), notebook, deck, datasets, grading cases, a row in the course map, a
-classroom grading step and a regression test named by its fix.
+materialises (its patches apply in order), and every lab has its README (sending the
+learner to `leaklab hint`), no spoiler of its answer on a pre-exercise surface
+(`leaklab.spoilers`), its notebook, deck, datasets, grading cases, a row in the course
+map, a classroom grading step and a regression test named by its fix.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from leaklab import base, hints
+from leaklab import base, hints, spoilers
 from leaklab.errors import LeakLabError
 from leaklab.spec import Lab, lab_slugs, load_lab
 from leaklab.variants import materialise
@@ -35,6 +36,9 @@ def check(root: Path) -> list[str]:
         problems += _stage_problems(lab)
         problems += _file_problems(lab)
         problems += hints.problems(lab)
+        problems += [
+            f"{slug}: spoiler on a pre-exercise surface: {hit}" for hit in spoilers.find(lab)
+        ]
     return problems
 
 
@@ -138,5 +142,5 @@ def _file_problems(lab: Lab) -> list[str]:
             f"{slug}: {classroom.relative_to(root)} has no `leaklab grade {lab.number}` step"
         )
     if lab.patches and not lab.regression_tests:
-        problems.append(f"{slug}: [variants] regression_tests names no test added by the fix")
+        problems.append(f"{slug}: answer.toml's regression_tests names no test added by the fix")
     return problems

@@ -1,4 +1,5 @@
-"""The `lab.toml` file format, as typed structures (msgspec), unknown keys rejected.
+"""The `lab.toml` and `answer.toml` file formats, as typed structures (msgspec), unknown
+keys rejected.
 
 This module is the schema and nothing else: what keys exist, their types and their
 defaults. `msgspec.convert` does the type checking; a mistake becomes one line naming
@@ -6,6 +7,11 @@ the file, the table, the key and, for a misspelt key, the closest valid one. The
 that relate one key to another (a verdict series must be one of the fitted series, a
 snapshot needs exactly one of `http` and `command`) live in `leaklab.spec`, which turns
 these structures into the `Lab` the harness uses.
+
+`lab.toml` says how to build, run and measure a lab and nothing of its answer; the
+answer (hints, the solution's patches and stage names, its regression tests, the grade's
+hint and the words that give the answer away) is `solutions/NN-slug/answer.toml`, so a
+learner reading the lab's manifest for its standard load reads nothing of the fix.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import difflib
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 import msgspec
 
@@ -30,6 +36,7 @@ Seconds = Annotated[float, msgspec.Meta(ge=0)]
 Positive = Annotated[float, msgspec.Meta(gt=0)]
 Params = dict[str, str | int | float]
 Env = dict[str, str]
+_T = TypeVar("_T")
 
 
 class _Table(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -134,7 +141,6 @@ class Check(_Table, frozen=True, kw_only=True):
 
 
 class Grade(_Table, frozen=True, kw_only=True):
-    hint: str = ""
     duration_s: Positive | None = None
     rss_grows_above: Positive | None = None
     checks: tuple[Check, ...] = ()
@@ -150,13 +156,6 @@ class LabInfo(_Table, frozen=True, kw_only=True):
     editable: tuple[str, ...] = ("service",)
     fixtures: tuple[str, ...] = ()
     course_tests: tuple[str, ...] | None = None
-    hints: tuple[Text, ...] = ()
-
-
-class Variants(_Table, frozen=True, kw_only=True):
-    patches: tuple[str, ...] = ()
-    stage_names: tuple[str, ...] | None = None
-    regression_tests: tuple[str, ...] = ()
 
 
 class LabFile(_Table, frozen=True, kw_only=True):
@@ -164,7 +163,6 @@ class LabFile(_Table, frozen=True, kw_only=True):
 
     format_version: Annotated[int, msgspec.Meta(ge=1, le=FORMAT_VERSION)] = FORMAT_VERSION
     lab: LabInfo
-    variants: Variants = Variants()
     build: Build
     service: Service
     load: Load | None = None
@@ -179,18 +177,55 @@ class LabFile(_Table, frozen=True, kw_only=True):
     grade: Grade = Grade()
 
 
+class AnswerGrade(_Table, frozen=True, kw_only=True):
+    # Printed under a failed grade.
+    hint: str = ""
+
+
+class AnswerFile(_Table, frozen=True, kw_only=True):
+    """A whole `solutions/NN-slug/answer.toml`: everything of a lab that is its answer."""
+
+    format_version: Annotated[int, msgspec.Meta(ge=1, le=FORMAT_VERSION)] = FORMAT_VERSION
+    # The exercise's hint ladder, served one at a time by `leaklab hint NN [K]`.
+    hints: tuple[Text, ...] = ()
+    # Words and phrases that give the cause or the fix away: the spoiler test keeps
+    # them off every pre-exercise surface (`leaklab.spoilers`).
+    spoilers: tuple[Text, ...] = ()
+    # The solution's patches (files beside this one), applied in order, and their names.
+    patches: tuple[str, ...] = ()
+    stage_names: tuple[str, ...] | None = None
+    # Tests the solution adds (paths inside service/): a grade and `leaklab check` run
+    # them against the learner's tree.
+    regression_tests: tuple[str, ...] = ()
+    grade: AnswerGrade = AnswerGrade()
+
+
 def read(path: Path) -> LabFile:
     """Read and type-check one lab.toml; `{lab}` anywhere is the lab's folder."""
     try:
-        raw = tomllib.loads(path.read_text().replace("{lab}", str(path.parent)))
+        text = path.read_text()
     except FileNotFoundError:
         raise LeakLabError(f"{path} does not exist", "run from a Leak Lab checkout") from None
+    return _convert(text.replace("{lab}", str(path.parent)), path, LabFile)
+
+
+def read_answer(path: Path) -> AnswerFile:
+    """Read and type-check one answer.toml; a lab without one (a new lab, a test's
+    fixture) has no hints, no solution stages and no spoilers yet."""
+    if not path.is_file():
+        return AnswerFile()
+    return _convert(path.read_text(), path, AnswerFile)
+
+
+def _convert(text: str, path: Path, kind: type[_T]) -> _T:
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise LeakLabError(f"{path} is not valid TOML: {exc}", "fix the syntax") from None
     try:
-        return msgspec.convert(raw, LabFile)
+        return msgspec.convert(raw, kind)
     except msgspec.ValidationError as exc:
-        raise explain(exc, path) from None
+        raise explain(exc, path, kind) from None
 
 
 _ERROR = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<at>[^`]*)`)?$")
@@ -198,7 +233,7 @@ _UNKNOWN = re.compile(r"Object contains unknown field `(?P<key>[^`]+)`")
 _MISSING = re.compile(r"Object missing required field `(?P<key>[^`]+)`")
 
 
-def explain(exc: msgspec.ValidationError, path: Path) -> LeakLabError:
+def explain(exc: msgspec.ValidationError, path: Path, kind: type[object] = LabFile) -> LeakLabError:
     """msgspec's message (`Object contains unknown field `x` - at `$.analysis``) as the
     course says it: the file, the table in TOML's own words, the key, what to do."""
     match = _ERROR.match(str(exc))
@@ -206,7 +241,7 @@ def explain(exc: msgspec.ValidationError, path: Path) -> LeakLabError:
     table = f"[{at.lstrip('.')}] " if at else ""
     if unknown := _UNKNOWN.search(what):
         key = unknown["key"]
-        known = sorted(fields_at(at))
+        known = sorted(fields_at(at, kind))
         near = difflib.get_close_matches(key, known, n=1)
         return LeakLabError(
             f"{path}: {table}has an unknown key {key!r}",
@@ -222,9 +257,9 @@ def explain(exc: msgspec.ValidationError, path: Path) -> LeakLabError:
 _SCHEMA_HELP = "see tools/leaklab/src/leaklab/manifest.py for every key, its type and default"
 
 
-def fields_at(at: str) -> list[str]:
+def fields_at(at: str, kind: type[object] = LabFile) -> list[str]:
     """The keys of the table at a msgspec path (`.samplers[0]`), for suggestions."""
-    info: msgspec.inspect.Type = msgspec.inspect.type_info(LabFile)
+    info: msgspec.inspect.Type = msgspec.inspect.type_info(kind)
     for name, _ in re.findall(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]", at):
         info = _struct_in(info)
         if name:

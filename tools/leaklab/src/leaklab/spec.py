@@ -1,8 +1,11 @@
-"""`lab.toml`: the single description of a lab, parsed and validated with clear errors.
+"""`lab.toml`, with its answer beside the solution: a lab, parsed and validated with
+clear errors.
 
 Everything runtime-specific (how to build a Go binary, which JSON field is the heap)
 lives in the lab's `lab.toml`; the harness core only knows argv lists, placeholders
-and a few generic sampler kinds.
+and a few generic sampler kinds. What belongs to the answer (hints, the solution's
+patches, stage names and regression tests, the grade's hint, the spoiler list) is read
+from `solutions/NN-slug/answer.toml` (`manifest.AnswerFile`), never from `lab.toml`.
 """
 
 from __future__ import annotations
@@ -254,8 +257,10 @@ class Lab:
     # Globs (inside the lab folder) of the course's own tests: a grade runs them as
     # published, plus the solution's regression tests, against the learner's code.
     course_tests: tuple[str, ...] = ()
-    # The exercise's hint ladder, in order (`leaklab hint NN`); the README shows the same.
+    # The exercise's hint ladder, in order (`leaklab hint NN`; answer.toml).
     hints: tuple[str, ...] = ()
+    # Words and phrases that give the answer away (answer.toml; `leaklab.spoilers`).
+    spoilers: tuple[str, ...] = ()
     # The solution's regression tests (paths inside service/), added by its last patch:
     # the course checks they fail on broken and pass on fixed.
     regression_tests: tuple[str, ...] = ()
@@ -363,6 +368,8 @@ def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
     info = doc.lab
     if info.slug != path.parent.name:
         raise fail("lab", "slug", f"is {info.slug!r} but the folder is {path.parent.name!r}")
+    answer_path = answer_file(path.parent.parent.parent, info.slug)
+    answer = manifest.read_answer(answer_path)
     has_load = doc.load is not None
     return Lab(
         number=info.slug.split("-", 1)[0],
@@ -372,7 +379,7 @@ def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
         seed=info.seed,
         story=info.story,
         root=root,
-        **_stages(doc.variants, fail),
+        **_stages(answer, _Failer(answer_path)),
         build=_build(doc.build, fail, "build"),
         service=Service(
             _command(doc.service.command, doc.service.env),
@@ -390,7 +397,7 @@ def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
         idle_s=doc.run.idle_s,
         versions=dict(info.versions),
         bench=_bench(doc.bench),
-        grade=_grade(doc.grade, fail),
+        grade=_grade(doc.grade, answer.grade.hint, fail),
         aux=_aux(doc.aux, fail),
         extra_params=_params(doc.params),
         self_driving=not has_load,
@@ -398,7 +405,9 @@ def parse_lab(path: Path, root: Path, source: Path | None = None) -> Lab:
         editable=_inside(info.editable, fail, "editable", folders=True),
         fixtures=_inside(info.fixtures, fail, "fixtures", folders=False),
         course_tests=info.course_tests or COURSE_TESTS.get(info.runtime, ()),
-        hints=info.hints,
+        hints=answer.hints,
+        spoilers=answer.spoilers,
+        regression_tests=answer.regression_tests,
         source=source,
     )
 
@@ -411,7 +420,7 @@ class _Failer:
 
     def __call__(self, table: str, key: str, problem: str) -> LeakLabError:
         return LeakLabError(
-            f"{self.path}: [{table}] {key} {problem}".replace(" ]", "]"),
+            f"{self.path}: {f'[{table}] ' if table else ''}{key} {problem}".replace(" ]", "]"),
             "see tools/leaklab/src/leaklab/manifest.py for the lab.toml schema",
         )
 
@@ -424,15 +433,16 @@ def _params(params: dict[str, str | int | float]) -> dict[str, str]:
     return {name: str(value) for name, value in params.items()}
 
 
-def _stages(variants: manifest.Variants, fail: _Failer) -> dict[str, tuple[str, ...]]:
-    names = variants.stage_names if variants.stage_names is not None else variants.patches
-    if len(names) != len(variants.patches):
-        raise fail("variants", "stage_names", "must name each patch once")
-    return {
-        "patches": variants.patches,
-        "stage_names": names,
-        "regression_tests": variants.regression_tests,
-    }
+def answer_file(files: Path, slug: str) -> Path:
+    """Where a lab's answer lives: `solutions/<slug>/answer.toml` beside its patches."""
+    return files / "solutions" / slug / "answer.toml"
+
+
+def _stages(answer: manifest.AnswerFile, fail: _Failer) -> dict[str, tuple[str, ...]]:
+    names = answer.stage_names if answer.stage_names is not None else answer.patches
+    if len(names) != len(answer.patches):
+        raise fail("", "stage_names", "must name each patch once")
+    return {"patches": answer.patches, "stage_names": names}
 
 
 def _build(build: manifest.Build, fail: _Failer, table: str) -> Build:
@@ -481,7 +491,7 @@ def _analysis(a: manifest.Analysis, fail: _Failer) -> Analysis:
     return Analysis(a.warmup_s, a.series, verdict, a.grows_above, a.flat_below, a.look_every_s)
 
 
-def _grade(g: manifest.Grade, fail: _Failer) -> GradeSpec:
+def _grade(g: manifest.Grade, hint: str, fail: _Failer) -> GradeSpec:
     checks = []
     for i, c in enumerate(g.checks):
         where = f"grade.checks[{i}]"
@@ -496,7 +506,7 @@ def _grade(g: manifest.Grade, fail: _Failer) -> GradeSpec:
                 kinds = ", ".join(k + ".<name>" for k in MEASURE_KINDS)
                 raise fail(where, key, f"is {measure!r}; use {kinds} (or 'solution' in of)")
         checks.append(GradeCheck(c.name, c.measure, bounds[0][0], bounds[0][1], c.of))
-    return GradeSpec(g.hint, tuple(checks), g.duration_s, g.rss_grows_above)
+    return GradeSpec(hint, tuple(checks), g.duration_s, g.rss_grows_above)
 
 
 def _inside(paths: tuple[str, ...], fail: _Failer, key: str, folders: bool) -> tuple[str, ...]:

@@ -14,7 +14,8 @@ RUNTIMES = {"go": "go", "cargo": "rust", "mix": "elixir", "sbt": "jvm"}
 
 
 def new_lab(root: Path, slug: str, preset: str) -> list[Path]:
-    """Write labs/<slug>/{lab.toml, README.md, service/, load/} and solutions/<slug>/."""
+    """Write labs/<slug>/{lab.toml, README.md, service/, load/} and solutions/<slug>/
+    (its answer.toml and README)."""
     if not re.fullmatch(r"\d{2}-[a-z0-9]+(-[a-z0-9]+)*", slug):
         raise LeakLabError(f"{slug!r} is not NN-words-with-dashes", "e.g. 06-go-timer-leak")
     if presets.find(preset) is None or preset not in RUNTIMES:
@@ -31,7 +32,12 @@ def new_lab(root: Path, slug: str, preset: str) -> list[Path]:
     }
     template = resources.files("leaklab.authoring").joinpath("template")
     written = []
-    for name, target in (("lab.toml", lab_dir / "lab.toml"), ("README.md", lab_dir / "README.md")):
+    answer = root / "solutions" / slug / "answer.toml"
+    for name, target in (
+        ("lab.toml", lab_dir / "lab.toml"),
+        ("README.md", lab_dir / "README.md"),
+        ("answer.toml", answer),
+    ):
         text = template.joinpath(name).read_text()
         for key, value in values.items():
             text = text.replace(key, value)
