@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -28,48 +31,87 @@ VARIANTS = [(slug, v) for slug in LABS for v in load_lab(slug).variants]
 GRADING = Path(__file__).parent / "grading"
 
 
-# Written above a grading case's diff (git apply skips text before the first `diff`):
-# the case never reaches the load, so its whole grade runs with the quick tests.
-BEFORE_LOAD = "Grading: fails before the load"
+# A grading case's stages: the gate decides the first (scope, build, the course's unit
+# tests), the measured grade the others.
+GATE_STAGES = ("scope", "build", "tests")
+LOAD_STAGES = ("verdict", "cross-check", "checks")
 
 
-def grading_cases() -> list[tuple[str, str, bool]]:
-    """(lab, variant, should pass): each lab's alternative fixes (grading/<lab>/pass)
-    pass and its symptom-hiding ones (grading/<lab>/fail) fail. Broken and fixed are
-    graded by the leak test above."""
-    cases = []
-    for slug in LABS:
-        if not (GRADING / slug).is_dir():
-            continue
-        for expected, folder in ((True, "pass"), (False, "fail")):
-            for patch in sorted((GRADING / slug / folder).glob("*.patch")):
-                cases.append((slug, f"patch:{patch}", expected))
-    return cases
+@dataclass(frozen=True)
+class Case:
+    """One grading case: a patch and its sidecar (`NAME.toml` beside `NAME.patch`).
+
+    `family` says in one line what the fix does; a case expected to fail declares the
+    `stage` it fails at and a `reason`, a regex its grade's reason must match (the
+    failing test's name, the check's name); a case in `measured-once/` is not run in CI
+    (for time) and records the result it was measured with (`measured`)."""
+
+    slug: str
+    patch: Path
+    folder: str  # pass | fail | measured-once
+    family: str
+    stage: str | None
+    reason: str | None
+    measured: str | None
+
+    @property
+    def variant(self) -> str:
+        return f"patch:{self.patch}"
+
+    @property
+    def should_pass(self) -> bool:
+        return self.stage is None
+
+    @property
+    def at_the_gate(self) -> bool:
+        return self.stage in GATE_STAGES
+
+    @property
+    def id(self) -> str:
+        return f"{self.slug}-{self.patch.stem}"
 
 
-def fails_before_load(variant: str) -> bool:
-    """Whether the case's patch says so above its first diff."""
-    for line in Path(variant.removeprefix("patch:")).read_text().splitlines():
-        if line.startswith(("diff --git", "--- ")):
-            return False
-        if line.startswith(BEFORE_LOAD):
-            return True
-    return False
+def read_case(slug: str, patch: Path) -> Case:
+    sidecar = patch.with_suffix(".toml")
+    meta = tomllib.loads(sidecar.read_text()) if sidecar.is_file() else {}
+    return Case(
+        slug,
+        patch,
+        patch.parent.name,
+        meta.get("family", ""),
+        meta.get("stage"),
+        meta.get("reason"),
+        meta.get("measured"),
+    )
 
 
-def case_ids(cases: list[tuple[str, str, bool]]) -> list[str]:
-    return [f"{s}-{Path(v).stem}" for s, v, _ in cases]
+def all_cases(folders: tuple[str, ...] = ("pass", "fail", "measured-once")) -> list[Case]:
+    """Every lab's grading cases: alternative fixes (grading/<lab>/pass) that must pass,
+    symptom-hiding ones (fail) that must fail where they declare, and the ones measured
+    once, out of CI (measured-once). Broken and fixed are graded by the leak test."""
+    return [
+        read_case(slug, patch)
+        for slug in LABS
+        for folder in folders
+        for patch in sorted((GRADING / slug / folder).glob("*.patch"))
+    ]
 
 
-GRADING_CASES = grading_cases()
+GRADING_CASES = all_cases(("pass", "fail"))
 # The student's end-to-end test grades one passing case of lab 01 through the classroom
 # workflow's command (test_student.py): that is the case's measured grade, so it is not
 # measured a second time here (45 s of CI).
-MEASURED_CASES = [
-    c
-    for c in GRADING_CASES
-    if not fails_before_load(c[1]) and Path(c[1].removeprefix("patch:")) != STUDENT_FIX
-]
+MEASURED_CASES = [c for c in GRADING_CASES if not c.at_the_gate and c.patch != STUDENT_FIX]
+
+
+def load_stage_checks(slug: str) -> list[tuple[str, str]]:
+    """(stage, name) of every check a lab's measured grade applies: the verdict, the
+    RSS cross-check when the lab sets one, and each `[[grade.checks]]`."""
+    spec = load_lab(slug).grade
+    found = [("verdict", "verdict")]
+    if spec.rss_grows_above is not None:
+        found.append(("cross-check", "cross-check"))
+    return found + [("checks", c.name) for c in spec.checks]
 
 
 def test_the_course_agrees_with_itself() -> None:
@@ -197,34 +239,63 @@ def test_an_instructor_can_diff_a_submission_against_the_solution(slug: str) -> 
     assert diff.to_html(lab, parts).count("<section>") == len(parts)
 
 
-@pytest.mark.parametrize(
-    ("slug", "variant", "should_pass"), GRADING_CASES, ids=case_ids(GRADING_CASES)
-)
-def test_every_grading_case_reaches_the_load_or_fails_before_it(
-    slug: str, variant: str, should_pass: bool
-) -> None:
+@pytest.mark.parametrize("case", all_cases(), ids=lambda c: c.id)
+def test_every_grading_case_declares_its_family_and_stage(case: Case) -> None:
+    """The sidecar is read by the two tests below: a case without one would be graded
+    as a passing fix, and a failing case without a stage could fail anywhere."""
+    assert case.patch.with_suffix(".toml").is_file(), f"{case.id}: no sidecar"
+    assert case.family, f"{case.id}: no family"
+    if case.folder == "pass":
+        assert case.stage is None and case.reason is None, f"{case.id}: a passing case"
+    elif case.folder == "fail":
+        assert case.stage in GATE_STAGES + LOAD_STAGES, f"{case.id}: stage {case.stage}"
+        assert case.reason, f"{case.id}: no reason"
+        re.compile(case.reason)
+    else:
+        assert case.measured, f"{case.id}: measured once, but no recorded result"
+
+
+@pytest.mark.parametrize("slug", [s for s in LABS if (GRADING / s).is_dir()])
+def test_every_load_stage_check_rejects_a_case_in_ci(slug: str) -> None:
+    """A check no case fails in CI may be trivially true (a counter the learner's code
+    decides, a behaviour satisfied by doing nothing): each one rejects at least one
+    case that CI grades under load."""
+    declared = [c for c in GRADING_CASES if c.slug == slug and c.stage in LOAD_STAGES]
+    missing = [
+        name
+        for stage, name in load_stage_checks(slug)
+        if not any(
+            c.stage == stage and (stage != "checks" or name in (c.reason or "")) for c in declared
+        )
+    ]
+    assert not missing, f"{slug}: no case in CI fails at {missing}"
+
+
+@pytest.mark.parametrize("case", GRADING_CASES, ids=lambda c: c.id)
+def test_every_grading_case_reaches_the_load_or_fails_where_it_declares(case: Case) -> None:
     """A grade up to the load (scope, build, the course's unit tests), on the quick
-    tests' two workers. A case marked to fail before the load is graded whole here; every
-    other case must reach the load, and its build and test pass, cached, let its
-    measured grade below start at the load."""
-    result = gate(load_lab(slug), variant, log=print)
-    if fails_before_load(variant):
-        assert not should_pass, f"a passing case cannot be marked '{BEFORE_LOAD}'"
-        assert not result.passed and result.stage != READY, "it reached the load"
+    tests' two workers. A case declared to fail at a gate stage is graded whole here,
+    and must fail there, for its declared reason; every other case must reach the load,
+    and its build and test pass, cached, let its measured grade below start at the load."""
+    result = gate(load_lab(case.slug), case.variant, log=print)
+    if case.at_the_gate:
+        assert not result.passed and result.stage == case.stage, f"{result.stage}: {result.reason}"
+        assert case.reason and re.search(case.reason, result.reason), result.reason
     else:
         assert result.stage == READY, f"{result.stage}: {result.reason}"
 
 
 @pytest.mark.leak
-@pytest.mark.parametrize(
-    ("slug", "variant", "should_pass"), MEASURED_CASES, ids=case_ids(MEASURED_CASES)
-)
-def test_grading_tells_fixes_from_symptom_hiding(
-    slug: str, variant: str, should_pass: bool
-) -> None:
-    result = grade(load_lab(slug), variant, log=print)
+@pytest.mark.parametrize("case", MEASURED_CASES, ids=lambda c: c.id)
+def test_grading_tells_fixes_from_symptom_hiding(case: Case) -> None:
+    """Graded whole, as a learner is: a valid fix passes, a symptom-hider fails at the
+    stage it declares, for its declared reason."""
+    result = grade(load_lab(case.slug), case.variant, log=print)
     print(json.dumps(result.to_json(), default=str))  # the figures, in the CI log
-    assert result.passed == should_pass, f"{result.stage}: {result.reason}"
+    assert result.passed == case.should_pass, f"{result.stage}: {result.reason}"
+    if not case.should_pass:
+        assert result.stage == case.stage, f"{result.stage}: {result.reason}"
+        assert case.reason and re.search(case.reason, result.reason), result.reason
 
 
 def test_the_readme_demo_command_runs(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ def test_broken_grows_fixed_does_not(no_orphans: Path) -> None:
     broken, b, f = broken_grows_fixed_stays_flat(lab)
     series = set(broken.data.frame["series"])
     assert broken.data.series("rss_bytes")["t_s"].min() < 0  # the pre-load baseline
-    assert {"rss_bytes", "held_bytes", "load_sent", "load_ok"} <= series
+    assert {"rss_bytes", "cpu_seconds", "held_bytes", "load_sent", "load_ok"} <= series
     meta = broken.data.meta
     assert meta["variant"] == "broken" and meta["load_result"]["done"] is True
     assert meta["phases"]["load_s"] >= 3

@@ -11,7 +11,7 @@ import time
 
 import psutil
 
-from leaklab.samplers import Recorder, TreeRss, http_json_poll, tree_rss
+from leaklab.samplers import Recorder, TreeRss, cpu_poll, http_json_poll, tree_rss
 
 # A parent that starts a child holding ~60 MB, then waits for a line on stdin.
 PARENT = """
@@ -78,3 +78,30 @@ def test_http_json_poll_survives_a_server_that_closes_every_connection() -> None
     server.close()
     assert [value for _, _, value in recorder.snapshot()] == [0, 1, 2, 3, 4]
     assert recorder.errors == {}
+
+
+# Burns 0.3 s of its own CPU (however long that takes on a busy machine), then waits.
+BURN = (
+    "import time\n"
+    "while time.process_time() < 0.3: pass\n"
+    "print('burnt', flush=True)\n"
+    "time.sleep(60)\n"
+)
+
+
+def test_cpu_poll_reads_the_cpu_time_a_process_used() -> None:
+    """The cost check of a grade reads this series: it must count the service's own
+    CPU seconds, measured from outside, not wall time or the sampler's."""
+    recorder = Recorder()
+    child = subprocess.Popen([sys.executable, "-c", BURN], stdout=subprocess.PIPE, text=True)
+    try:
+        poll = cpu_poll(recorder, "cpu_seconds", lambda: child.pid)
+        poll()
+        assert child.stdout is not None and child.stdout.readline() == "burnt\n"
+        poll()
+    finally:
+        child.kill()
+        child.wait()
+    values = [value for _, name, value in recorder.snapshot() if name == "cpu_seconds"]
+    assert len(values) == 2 and values[0] <= values[1]
+    assert 0.28 <= values[1] < 3.0, values  # in clock ticks (10 ms), rounded down

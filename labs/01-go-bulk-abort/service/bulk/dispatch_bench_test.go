@@ -1,3 +1,9 @@
+//go:build bench
+
+// Built only with -tags bench (lab.toml's [bench]): it measures dispatch's own
+// cost through the engine's internals, which a fix may rename, so the course's
+// tests (a grade's build) leave it out.
+
 package bulk
 
 import (

@@ -27,6 +27,19 @@ func (b *gateBackend) Bulk(ctx context.Context, docs [][]byte) (uint64, error) {
 	}
 }
 
+// backendCalled waits for the next backend call and returns its number of
+// documents, failing the test (rather than hanging) when none comes.
+func backendCalled(t *testing.T, b *gateBackend) int {
+	t.Helper()
+	select {
+	case n := <-b.called:
+		return n
+	case <-time.After(5 * time.Second):
+		t.Fatal("no backend call within 5s")
+		return 0
+	}
+}
+
 // testConfig is a small engine whose partial batches are never flushed by the
 // ticker, so that only a full batch or the test decides when a flush starts.
 func testConfig() Config {

@@ -103,6 +103,29 @@ defmodule SocketApiTest do
       assert {%{"type" => "left", "ref" => "3"}, _} = WsClient.recv_json(ws)
     end
 
+    test "a repeat request says which items changed since the last reply", %{port: port} do
+      ws = WsClient.open(port)
+      WsClient.send_json(ws, %{type: "join", ref: "1", topic: "t:repeat"})
+      assert {%{"type" => "joined"}, ws} = WsClient.recv_json(ws)
+      {first, ws} = list_items(ws, "2")
+      assert Enum.all?(first, & &1["changed"]), "a first request: every item is new"
+
+      # An item's version changes every 20 s: at most one of two requests in a row
+      # can straddle that moment, so one of the next two repeats the last versions.
+      {previous, repeat, _ws} = repeat_of(ws, first, 3)
+      versions = Map.new(previous, &{&1["id"], &1["version"]})
+
+      for item <- repeat do
+        assert item["changed"] == (versions[item["id"]] != item["version"]),
+               "item #{item["id"]}: changed is #{item["changed"]}, but its version " <>
+                 "#{if versions[item["id"]] == item["version"], do: "is", else: "is not"} " <>
+                 "the one the last reply sent"
+      end
+
+      assert Enum.any?(repeat, &(not &1["changed"])),
+             "a repeat request must answer changed: false for the items it already sent"
+    end
+
     test "malformed requests get an error reply and the connection stays", %{port: port} do
       ws = WsClient.open(port)
       WsClient.send_frame(ws, {:text, "{not json"})
@@ -177,5 +200,29 @@ defmodule SocketApiTest do
       tries == 0 -> false
       true -> Process.sleep(20) && eventually(check, tries - 1)
     end
+  end
+
+  # A list_items request on the joined topic, and its items.
+  defp list_items(ws, ref) do
+    WsClient.send_json(ws, %{
+      type: "request",
+      ref: ref,
+      topic: "t:repeat",
+      op: "list_items",
+      params: %{limit: 5}
+    })
+
+    assert {%{"type" => "reply", "ref" => ^ref, "status" => "ok", "items" => items}, ws} =
+             WsClient.recv_json(ws)
+
+    {items, ws}
+  end
+
+  # The next request whose versions are the previous reply's (the last of `tries` if
+  # none), with the reply before it.
+  defp repeat_of(ws, previous, tries) do
+    {items, ws} = list_items(ws, "r#{tries}")
+    same = Enum.map(items, & &1["version"]) == Enum.map(previous, & &1["version"])
+    if same or tries == 1, do: {previous, items, ws}, else: repeat_of(ws, items, tries - 1)
   end
 end

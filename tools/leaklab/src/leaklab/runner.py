@@ -54,7 +54,15 @@ from leaklab.procs import (
     wait_ready,
 )
 from leaklab.progress import figures
-from leaklab.samplers import JsonlTail, Recorder, Sampler, http_json_poll, rss_poll, tree_rss
+from leaklab.samplers import (
+    JsonlTail,
+    Recorder,
+    Sampler,
+    cpu_poll,
+    http_json_poll,
+    rss_poll,
+    tree_rss,
+)
 from leaklab.sequential import Watch, plan
 from leaklab.spec import Aux, Lab, Ready, Snapshot, fill
 from leaklab.variants import UNORDERED
@@ -728,7 +736,10 @@ def make_samplers(
     """RSS of the service, the load and each aux process, and the lab's own series."""
     lab, values, every = setup.lab, setup.values, setup.lab.sample_interval_s
     pid_of = _service_pid(setup, serving, load)
-    samplers = [Sampler("rss", every, rss_poll(recorder, "rss_bytes", pid_of))]
+    samplers = [
+        Sampler("rss", every, rss_poll(recorder, "rss_bytes", pid_of)),
+        Sampler("cpu", every, cpu_poll(recorder, "cpu_seconds", pid_of)),
+    ]
     if setup.driving.listens:  # a separate load program, measured too
         poll = rss_poll(recorder, "load_rss_bytes", lambda: load.pid)
         samplers.append(Sampler("load-rss", every, poll))

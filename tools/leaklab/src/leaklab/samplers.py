@@ -131,6 +131,38 @@ def rss_poll(
     return poll
 
 
+def cpu_poll(
+    recorder: Recorder, series: str, pid_of: Callable[[], int | None], refresh_s: float = 2.0
+) -> Callable[[], None]:
+    """CPU seconds (user and system) the service's process tree has used since it
+    started, read by the harness: what a fix costs in CPU, which no code in the service
+    can misreport (a node-wide garbage collection loop trades memory for it). The tree
+    is looked up again only every `refresh_s`, as for `TreeRss`."""
+    tree: list[psutil.Process] = []
+    found: list[float | int | None] = [None, -float("inf")]  # pid, when
+
+    def poll() -> None:
+        pid = pid_of()
+        if pid is None:
+            return
+        now = time.monotonic()
+        if pid != found[0] or now - float(found[1] or 0) >= refresh_s:
+            try:
+                root = psutil.Process(pid)
+                tree[:] = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                return
+            found[:] = [pid, now]
+        total = 0.0
+        for proc in tree:
+            with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
+                times = proc.cpu_times()
+                total += times.user + times.system
+        recorder.add(series, total)
+
+    return poll
+
+
 def lookup(doc: Any, dotted: str) -> float | None:
     """`memstats.HeapInuse` -> doc["memstats"]["HeapInuse"], as a float if it is a number."""
     value = doc
