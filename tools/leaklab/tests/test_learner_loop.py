@@ -74,7 +74,10 @@ def test_check_runs_the_grades_gate_and_says_what_the_failing_test_expects(
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "FAIL  lab 90 at tests" in failed.stdout
     assert "AssertionError: a request body is not kept once answered" in failed.stdout
-    # The same gate a grade runs: the grade stops at the same test, before any load.
+    # The same gate a grade runs: an attempt that does not fix it (an unchanged tree is
+    # "not attempted" by a grade) stops at the same test, before any load.
+    server = gated_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text() + "\n# an attempt that changes nothing yet\n")
     graded = grade(load_lab("90", gated_repo), "mine", log=lambda _: None)
     assert (graded.passed, graded.stage) == (False, "tests")
     # `test --variant mine` is the same check.
