@@ -78,8 +78,8 @@ def test_a_command_s_own_environment_wins(tmp_path: Path, monkeypatch: pytest.Mo
     assert "GOTOOLCHAIN=local\n" in log.read_text()
 
 
-def workflow_steps() -> list[dict[str, object]]:
-    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text())
+def workflow_steps(name: str = "ci.yml") -> list[dict[str, object]]:
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text())
     return [step for job in workflow["jobs"].values() for step in job["steps"]]
 
 
@@ -108,19 +108,24 @@ def test_ci_and_the_devcontainer_install_the_same_toolchains() -> None:
     assert node == features["node"]["version"] and int(node) >= 22
     # Debian's own Python: the feature would otherwise compile CPython from source
     assert features["python"] == {"version": "os-provided", "installTools": False}
+    # the students' grading workflow builds with the same Go and JDK as CI
+    grading = [s for s in workflow_steps("grade.yml") if s.get("uses")]
+    for action, key in (("actions/setup-go", "go-version"), ("actions/setup-java", "java-version")):
+        pinned = {str(s["with"][key]) for s in grading if str(s["uses"]).startswith(f"{action}@")}  # type: ignore[index]
+        assert pinned == {step_with(action)[key]}, (action, pinned)
 
 
 def test_ci_uses_current_action_majors_and_no_unpinned_third_party_action() -> None:
     majors = {"checkout": 7, "setup-python": 7, "setup-go": 6, "setup-java": 6, "setup-node": 7}
-    majors["cache"] = 6
-    for step in workflow_steps():
+    majors |= {"cache": 6, "upload-artifact": 7}
+    for step in workflow_steps() + workflow_steps("grade.yml"):
         uses = str(step.get("uses", ""))
         if not uses:
             continue
         owner_name, ref = uses.split("@")
         owner, name = owner_name.split("/", 1)
         if owner == "actions":
-            assert int(ref.removeprefix("v")) >= majors[name], uses
+            assert int(ref.removeprefix("v")) >= majors[name.split("/")[0]], uses
         else:  # a third party's action: only by full commit id
             assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{uses}: pin a third-party action by SHA"
 
