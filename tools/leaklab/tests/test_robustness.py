@@ -178,7 +178,7 @@ def test_a_missing_tool_is_named_not_blamed_on_the_build(
     with pytest.raises(LeakLabError) as failed:
         run(load_lab("90", no_orphans), RunOptions("broken"), log=quiet)
     assert "cannot start java: it is not installed" in failed.value.what
-    assert failed.value.fix and "openjdk" in failed.value.fix
+    assert failed.value.fix and "JDK 25" in failed.value.fix
     assert "build the lab first" not in str(failed.value)
 
 

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from leaklab.errors import LeakLabError
+from leaklab.errors import LeakLabError, UsageError
 from leaklab.paths import repo_root, work_dir
 from leaklab.procs import interrupts_as_keyboard_interrupt
 from leaklab.spec import Lab, lab_slugs, load_lab
@@ -60,9 +60,10 @@ def failing(func: Callable[P, None]) -> Callable[P, None]:
 
 
 def _usage(exc: LeakLabError) -> bool:
-    """Errors about what was typed or what is installed, not about the code built."""
+    """Errors about what was typed or what is installed, not about the code built: a
+    UsageError, or (from modules that raise the plain type) one worded as such."""
     words = ("unknown", "no lab", "not installed", "is missing", "does not exist")
-    return any(w in exc.what for w in words)
+    return isinstance(exc, UsageError) or any(w in exc.what for w in words)
 
 
 def version_callback(value: bool) -> None:

@@ -17,3 +17,9 @@ class LeakLabError(Exception):
 
     def __str__(self) -> str:
         return f"{self.what} (fix: {self.fix})" if self.fix else self.what
+
+
+class UsageError(LeakLabError):
+    """A command's arguments or options cannot be used as given (a size that is not a
+    size, an option this lab cannot take): the CLI's usage exit (2), even inside a
+    command whose own failures exit 1."""

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from leaklab.analysis import Fit, scale
-from leaklab.errors import LeakLabError
+from leaklab.errors import UsageError
 
 HORIZON_MIN = 24 * 60.0  # beyond this the projection says "not within 24 h"
 
@@ -57,12 +57,12 @@ def parse_size(text: str) -> int:
     match = _SIZE.match(text)
     unit = match[2].lower() if match else ""
     if not match or unit not in _UNITS:
-        raise LeakLabError(
+        raise UsageError(
             f"memory limit {text!r} is not a size", "write it as e.g. 256M, 154Mi, 1G or 512MB"
         )
     size = int(float(match[1]) * _UNITS[unit])
     if size <= 0:
-        raise LeakLabError(f"memory limit {text!r} is zero", "give a size above zero, e.g. 256M")
+        raise UsageError(f"memory limit {text!r} is zero", "give a size above zero, e.g. 256M")
     return size
 
 

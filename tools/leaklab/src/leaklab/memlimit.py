@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from leaklab.errors import LeakLabError
+from leaklab.errors import UsageError
 from leaklab.limit import describe_size, parse_size
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -147,14 +147,14 @@ def check(lab_series: str, size: str, idle_rss: tuple[float, str] | None) -> int
     idle RSS is already above (from the lab's published runs)."""
     limit_bytes = parse_size(size)
     if not lab_series.endswith("_bytes"):
-        raise LeakLabError(
+        raise UsageError(
             f"--memory-limit needs a lab whose verdict series is memory; this lab's is "
             f"{lab_series}",
             "run it without --memory-limit",
         )
     if idle_rss is not None and idle_rss[0] >= limit_bytes:
         rss, where = idle_rss
-        raise LeakLabError(
+        raise UsageError(
             f"--memory-limit {size} ({describe_size(limit_bytes)}) is below the service's "
             f"idle RSS ({describe_size(rss)} in {where})",
             "give a limit above it: the service would be killed before the load starts",
