@@ -10,7 +10,7 @@ import pytest
 from leaklab.build import build_variant
 from leaklab.errors import LeakLabError
 from leaklab.spec import Command, load_lab
-from leaklab.variants import materialise
+from leaklab.variants import materialise, patched_files
 
 
 def test_broken_comes_from_head_not_the_working_tree(fake_repo: Path, tmp_path: Path) -> None:
@@ -43,6 +43,22 @@ def test_patch_that_does_not_apply(fake_repo: Path, tmp_path: Path) -> None:
     patch.write_text(patch.read_text().replace("HELD.append(body)", "HELD.extend(body)"))
     with pytest.raises(LeakLabError, match=r"01-forget\.patch does not apply"):
         materialise(lab, "fixed", tmp_path / "fixed")
+
+
+def test_a_patch_made_from_the_repository_root_applies(fake_repo: Path, tmp_path: Path) -> None:
+    """`git diff` from the repository root names labs/NN-slug/service/<file>: a learner's
+    natural patch, which `grade --patch` used to reject as 'does not apply'."""
+    lab = load_lab("90", fake_repo)
+    ours = (lab.solution_dir / "01-forget.patch").read_text()
+    rooted = tmp_path / "from-root.patch"
+    rooted.write_text(
+        ours.replace("a/server.py", "a/labs/90-fake/service/server.py").replace(
+            "b/server.py", "b/labs/90-fake/service/server.py"
+        )
+    )
+    assert patched_files(rooted) == ["server.py"]
+    materialise(lab, f"patch:{rooted}", tmp_path / "mine")
+    assert "nothing is kept" in (tmp_path / "mine" / "server.py").read_text()
 
 
 def test_builds_are_cached_by_content(fake_repo: Path) -> None:

@@ -18,6 +18,7 @@ A variant is materialised into a fresh directory; `labs/` is never edited in pla
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -169,8 +170,13 @@ def outside_editable(lab: Lab, candidate: Path, dest: Path) -> list[str]:
     ]
 
 
-def patched_files(patch: Path) -> list[str]:
-    """The files a unified diff changes, relative to the tree it applies to (-p1)."""
+# A learner's `git diff` from the repository root names `labs/NN-slug/service/<file>`;
+# the tree a patch applies to is the service itself, so those folders are stripped too.
+ROOT_RELATIVE = re.compile(r"labs/[^/]+/service/")
+
+
+def _named_files(patch: Path) -> list[str]:
+    """The files a unified diff names, after its `a/` and `b/`."""
     found = []
     for line in patch.read_text(errors="replace").splitlines():
         if line.startswith(("--- a/", "+++ b/")):
@@ -180,13 +186,30 @@ def patched_files(patch: Path) -> list[str]:
     return found
 
 
+def _strip(patch: Path) -> int:
+    """`git apply -p`: 1 for a diff of the service's own files (the course's patches, a
+    diff made inside `service/`), 4 for one made from the repository root."""
+    names = _named_files(patch)
+    return 4 if names and all(ROOT_RELATIVE.match(n) for n in names) else 1
+
+
+def patched_files(patch: Path) -> list[str]:
+    """The files a unified diff changes, relative to the service tree it applies to."""
+    names = _named_files(patch)
+    if _strip(patch) == 4:
+        return [ROOT_RELATIVE.sub("", n, count=1) for n in names]
+    return names
+
+
 def apply_patch(patch: Path, tree: Path) -> None:
-    """`git apply -p1` inside `tree`, isolated from the enclosing repository."""
+    """`git apply` inside `tree`, isolated from the enclosing repository. A patch may name
+    the service's files from the service (`a/server.py`) or from the repository root
+    (`a/labs/NN-slug/service/server.py`, as `git diff` there writes it)."""
     if not patch.is_file():
         raise LeakLabError(f"patch {patch} is missing", "restore it from git")
     env = {**os.environ, "GIT_DIR": str(tree / ".no-git")}  # apply as plain files, not a repo
     result = subprocess.run(
-        ["git", "apply", "-p1", "--whitespace=nowarn", str(patch)],
+        ["git", "apply", f"-p{_strip(patch)}", "--whitespace=nowarn", str(patch)],
         cwd=tree,
         env=env,
         capture_output=True,

@@ -287,6 +287,12 @@ def hint_for(lab: Lab, result: GradeResult) -> str | None:
     if result.passed or result.status == "not_attempted":
         return None
     number = lab.slug.split("-", 1)[0]
+    if result.stage == "build" and "does not apply" in result.reason:
+        return (
+            "a submitted patch must apply to the published service: make it with `git diff` "
+            "against the published lab, from the repository root or inside "
+            f"labs/{lab.slug}/service/"
+        )
     if result.stage == "build":
         return "the service must build as published: read the compiler's message above"
     if result.stage == "tests":
