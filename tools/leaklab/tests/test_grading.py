@@ -44,6 +44,17 @@ thread 'memory_stays_bounded' panicked at tests/regression.rs:41:5:
 live heap 4441844 B above the budget 2048000 B
 note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
 """
+# Rust 1.95's own output (a probe crate here, RUST_BACKTRACE=1): the thread's id follows
+# its name, and the backtrace follows the message.
+RUST_195 = """---- tests::peak_heap_stays_bounded stdout ----
+
+thread 'tests::peak_heap_stays_bounded' (29164) panicked at src/lib.rs:5:9:
+peak heap 2238577 bytes, limit 2048000
+stack backtrace:
+   0: __rustc::rust_begin_unwind
+             at /rustc/59807616e1fa2540724bfbac14d7976d7e4a3860/library/std/src/panicking.rs:689:5
+   1: core::panicking::panic_fmt
+"""
 EXUNIT = """
   1) test a repeat request answers changed: false (SocketApi.ChannelTest)
      test/channel_test.exs:30
@@ -63,6 +74,9 @@ def test_the_failed_assertion_of_each_toolchain() -> None:
     assert failures.assertions(RUST) == [
         "memory_stays_bounded (tests/regression.rs:41:5): live heap 4441844 B above the "
         "budget 2048000 B"
+    ]
+    assert failures.assertions(RUST_195) == [
+        "tests::peak_heap_stays_bounded (src/lib.rs:5:9): peak heap 2238577 bytes, limit 2048000"
     ]
     (ex,) = failures.assertions(EXUNIT)
     assert ex.startswith("a repeat request answers changed: false (SocketApi.ChannelTest)")

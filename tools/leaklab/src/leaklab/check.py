@@ -19,22 +19,6 @@ from leaklab import status
 from leaklab.grading.grade import READY, gate
 from leaklab.spec import Lab
 
-# The log a failed command names in its error: "... last lines of /path/x.log:".
-_LOG = re.compile(r"last lines of (\S+\.log):")
-# One failing test's own words, per toolchain's test runner.
-_FAILURES = (
-    re.compile(r"^\s*--- FAIL: .*"),  # go test: the test's name
-    re.compile(r"^\s+\S+_test\.go:\d+: .*"),  # go test: t.Errorf / t.Fatalf lines
-    re.compile(r"^thread '.*' panicked at .*"),  # cargo test: where, then the message
-    re.compile(r"^\s*\d+\) test .*"),  # ExUnit: the failing test's name
-    re.compile(r"^\s*(Assertion with .*|\*\* \(.*|code: .*|left: .*|right: .*)$"),  # ExUnit
-    re.compile(r".*\*\*\* FAILED \*\*\*.*"),  # ScalaTest: the test and its message
-    re.compile(r"^(FAILED|ERROR|E\s{2,}|AssertionError: ).*"),  # Python (the harness's fake labs)
-)
-# cargo prints the panic message on the line after `panicked at`.
-_NEXT_LINE_TOO = re.compile(r"^thread '.*' panicked at .*")
-_MAX_LINES = 30
-
 
 @dataclass
 class Checked:
@@ -55,16 +39,15 @@ def check(lab: Lab, log: Callable[[str], None] = print) -> Checked:
     tree = status.tree_digest(lab)
     result = gate(lab, "mine", log)
     passed = result.stage == READY
-    found = _LOG.search(result.reason)
-    log_file = Path(found.group(1)) if found else None
-    readable = log_file is not None and log_file.is_file()
     checked = Checked(
         lab.slug,
         passed,
         result.stage,
         result.reason,
-        expected=failures(log_file.read_text(errors="replace")) if log_file and readable else [],
-        log=log_file,
+        # the failing tests' own words, as the gate read them from the test log
+        # (leaklab.grading.failures: one reader for check and grade)
+        expected=list(result.failed_tests),
+        log=_test_log(result.reason),
         ignored=result.ignored,
         own_tests=result.own_tests,
     )
@@ -72,17 +55,13 @@ def check(lab: Lab, log: Callable[[str], None] = print) -> Checked:
     return checked
 
 
-def failures(text: str) -> list[str]:
-    """The lines of a test log that say which test failed and what it expected."""
-    lines = text.splitlines()
-    found: list[str] = []
-    for i, line in enumerate(lines):
-        if any(p.match(line) for p in _FAILURES):
-            found.append(line.rstrip())
-            if _NEXT_LINE_TOO.match(line) and i + 1 < len(lines):
-                found.append(lines[i + 1].rstrip())
-    unique = list(dict.fromkeys(found))
-    return unique[:_MAX_LINES]
+# A failed gate names its log: "... last lines of /path/x.log:" or "(full log: /path/x.log)".
+_LOG = re.compile(r"(?:last lines of|full log:) (\S+\.log)")
+
+
+def _test_log(reason: str) -> Path | None:
+    found = _LOG.search(reason)
+    return Path(found.group(1)) if found and Path(found.group(1)).is_file() else None
 
 
 def report(lab: Lab, checked: Checked) -> list[str]:

@@ -4,9 +4,11 @@ A failed grade used to show the log's last lines (a backtrace, `failures:`); a l
 needs the test's name and what it expected. Each runner prints that in its own form:
 
 - go test:  `--- FAIL: TestName` followed by `file_test.go:NN: message` lines;
-- cargo:    `thread 'name' panicked at file.rs:NN:MM:` and the panic message after it;
+- cargo:    `thread 'name' panicked at file.rs:NN:MM:` and the panic message after it
+            (Rust 1.92 and later put the thread's id after its name: `'name' (29164)`);
 - ExUnit:   `N) test name (Module)` then `Assertion with == failed` / `code:` / `left:`;
-- ScalaTest: `- name *** FAILED ***` and the message on the same or the next line.
+- ScalaTest: `- name *** FAILED ***` and the message on the same or the next line;
+- Python (the harness's own fake labs): `AssertionError: message`.
 
 Nothing here is parsed for meaning: the lines are quoted as the runner printed them.
 """
@@ -21,7 +23,10 @@ LIMIT = 5
 
 GO_FAIL = re.compile(r"^\s*--- FAIL: (\S+)")
 GO_LINE = re.compile(r"^\s+(\S+_test\.go:\d+: .+)$")
-RUST_PANIC = re.compile(r"^thread '([^']+)' panicked at (\S+?):?$|^thread '([^']+)' panicked at '")
+RUST_PANIC = re.compile(
+    r"^thread '([^']+)'(?: \(\d+\))? panicked at (\S+?):?$"
+    r"|^thread '([^']+)'(?: \(\d+\))? panicked at '"
+)
 EX_TEST = re.compile(r"^\s+\d+\) test (.+) \((\S+)\)$")
 EX_DETAIL = re.compile(r"^\s+(Assertion with .+|code: .+|left: .+|right: .+|\*\* \(.+)$")
 SCALA = re.compile(r"^(?:\[info\] )?\s*- (.+) \*\*\* FAILED \*\*\*(.*)$")
@@ -31,7 +36,7 @@ SCALA_NEXT = re.compile(r"^(?:\[info\] )?\s+(\S.+)$")
 def assertions(log: str) -> list[str]:
     """The failed tests of one log, "name: message", in the order they failed."""
     lines = log.splitlines()
-    found = _go(lines) or _rust(lines) or _exunit(lines) or _scala(lines)
+    found = _go(lines) or _rust(lines) or _exunit(lines) or _scala(lines) or _python(lines)
     return found[:LIMIT]
 
 
@@ -55,11 +60,13 @@ def _rust(lines: list[str]) -> list[str]:
             continue
         name = m.group(1) or m.group(3)
         where = m.group(2) or ""
-        message = " ".join(
-            x.strip()
-            for x in lines[i + 1 : i + 4]
-            if x.strip() and not x.startswith(("note:", "stack backtrace", "---"))
-        )
+        # The message runs from the next line to a blank line, a note or the backtrace.
+        body = []
+        for x in lines[i + 1 : i + 4]:
+            if not x.strip() or x.startswith(("note:", "stack backtrace", "---")):
+                break
+            body.append(x.strip())
+        message = " ".join(body)
         found.append(f"{name} ({where}): {message}" if where else f"{name}: {message}")
     return found
 
@@ -84,3 +91,10 @@ def _scala(lines: list[str]) -> list[str]:
             message = n.group(1)
         found.append(f"{m.group(1)}: {message}" if message else m.group(1))
     return found
+
+
+PYTHON = re.compile(r"^(AssertionError: .+)$")
+
+
+def _python(lines: list[str]) -> list[str]:
+    return list(dict.fromkeys(m.group(1) for line in lines if (m := PYTHON.match(line))))

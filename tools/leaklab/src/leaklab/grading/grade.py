@@ -385,7 +385,9 @@ def _build_and_test(
         result.failed_tests = failures.assertions(plain(text))
         if result.failed_tests:
             shown = "; ".join(result.failed_tests[:3])
-            return _fail(result, "tests", f"the course's unit tests fail: {shown}")
+            return _fail(
+                result, "tests", f"the course's unit tests fail: {shown} (full log: {test_log})"
+            )
         return _fail(result, "tests", f"the course's unit tests fail: {plain(exc.what)}")
     result.own_tests = _own_tests(lab, variant, log)
     return None
