@@ -9,7 +9,7 @@ use std::time::Duration;
 pub struct Behavior {
     /// Charged once per request, whatever its size.
     pub latency: Duration,
-    /// Charged per message on top of `latency`; keeps huge batches honest.
+    /// Charged per message on top of `latency`.
     pub per_message: Duration,
     /// Answer every Nth request with an error response instead of an ack.
     pub fail_every: Option<u64>,

@@ -1,9 +1,8 @@
 //! A stand-in message broker for the Leak Lab.
 //!
-//! It speaks the `courier` wire protocol on loopback TCP and charges a fixed
-//! latency per request, the same for a single and a batch produce, so the
-//! cost of one-request-per-message shows up over a real socket. It can also
-//! fail requests or drop connections on purpose, for the tests.
+//! It speaks the `courier` wire protocol on loopback TCP and answers each
+//! request after a fixed latency, as a broker across a network would. It can
+//! also fail requests or drop connections on purpose, for the tests.
 //!
 //! The server is a library so tests can run it in-process; `main.rs` only
 //! parses flags and wires up Ctrl-C.
