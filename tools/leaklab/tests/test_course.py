@@ -21,7 +21,7 @@ from leaklab.analysis import Fit
 from leaklab.build import build_tree, build_variant, run_tests
 from leaklab.errors import LeakLabError
 from leaklab.grading import diff
-from leaklab.grading.grade import READY, gate, grade
+from leaklab.grading.grade import READY, GradeResult, gate, grade
 from leaklab.notebooks import execute
 from leaklab.spec import lab_slugs, load_lab
 from leaklab.variants import materialise
@@ -278,6 +278,12 @@ def test_every_load_stage_check_rejects_a_case_in_ci(slug: str) -> None:
     assert all(str(why).strip() for why in listed.values()), f"{slug}: an entry without a reason"
 
 
+def _said(result: GradeResult) -> str:
+    """What a failed grade tells the learner: its reason and every failed assertion it
+    read from the test log (the reason quotes the first three)."""
+    return "\n".join([result.reason, *result.failed_tests])
+
+
 @pytest.mark.parametrize("case", GRADING_CASES, ids=lambda c: c.id)
 def test_every_grading_case_reaches_the_load_or_fails_where_it_declares(case: Case) -> None:
     """A grade up to the load (scope, build, the course's unit tests), on the quick
@@ -287,7 +293,7 @@ def test_every_grading_case_reaches_the_load_or_fails_where_it_declares(case: Ca
     result = gate(load_lab(case.slug), case.variant, log=print)
     if case.at_the_gate:
         assert not result.passed and result.stage == case.stage, f"{result.stage}: {result.reason}"
-        assert case.reason and re.search(case.reason, result.reason), result.reason
+        assert case.reason and re.search(case.reason, _said(result)), result.reason
     else:
         assert result.stage == READY, f"{result.stage}: {result.reason}"
 
@@ -302,7 +308,7 @@ def test_grading_tells_fixes_from_symptom_hiding(case: Case) -> None:
     assert result.passed == case.should_pass, f"{result.stage}: {result.reason}"
     if not case.should_pass:
         assert result.stage == case.stage, f"{result.stage}: {result.reason}"
-        assert case.reason and re.search(case.reason, result.reason), result.reason
+        assert case.reason and re.search(case.reason, _said(result)), result.reason
 
 
 def test_the_readme_demo_command_runs(tmp_path: Path) -> None:
