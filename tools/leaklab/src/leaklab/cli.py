@@ -573,7 +573,7 @@ def grade_cmd(
         }
         save(document(failed))
         raise
-    if variant == "mine":  # for `leaklab status`
+    if variant == "mine" and result.status != "not_attempted":  # for `leaklab status`
         from leaklab import status
 
         status.record(lab, "grade", result.passed)
