@@ -382,3 +382,17 @@ def unsourced_toml(root: Path, slug: str | None, reason: str) -> str:
 
 def _alias_of(rel: str, slug: str | None) -> str:
     return next((a for a in ALIASES if expand(a, slug) == rel), rel)
+
+
+def rewrite_unsourced(root: Path, slug: str | None, reason: str) -> Path:
+    """Replace a figures file's [unsourced] tables with what its files hold unsourced now
+    (declarations and comments above them stay). An author's act, reviewed in the diff:
+    after merging prose edits, or when a lab's figures file is first written."""
+    path = root / "datasets" / (f"{slug}/" if slug else "") / FILE_NAME
+    head = path.read_text() if path.is_file() else ""
+    cut = head.find("\n[unsourced.")
+    if cut >= 0:
+        head = head[: cut + 1]
+    tables = unsourced_toml(root, slug, reason)
+    path.write_text(head.rstrip("\n") + "\n\n" + tables if head else tables)
+    return path
