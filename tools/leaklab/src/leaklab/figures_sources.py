@@ -9,7 +9,8 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
   harness's `analysis.series_fit`): `slope`, `low`, `high`, `half` (half the interval's
   width), `n`, in MB/min for a byte series.
 - `run`: a run's summary (`report.summarise`): `peak_rss_mb`, `throughput`, `verdict`,
-  and every key of the load program's result (`sent`, `ok`, `aborted`, `p50_ms` ...).
+  every key of the load program's result (`sent`, `ok`, `aborted`, `p50_ms` ...), and
+  each series' last sample, unscaled, as `last_<series>`.
 - `series`: a statistic (`median`, `max`, `min`, `first`, `last`) of one series over
   the steady window (or `window = "all"`), in MB for a byte series; also `samples`
   and `steps` (how many times it changed value).
@@ -102,7 +103,11 @@ class Sources:
     def _run(self, source: dict[str, Any]) -> dict[str, Any]:
         ds = self.run(source["run"])
         summary = report.summarise(self.lab, ds)
+        # Each series' last sample, unscaled (`last_backend_docs`), so that a figure may
+        # set the service's own counts beside the load's.
+        last = ds.frame.groupby("series", sort=False)["value"].last()
         return {
+            **{f"last_{name}": float(v) for name, v in last.items()},
             **ds.meta.get("load_result", {}),
             "peak_rss_mb": summary.peak_rss_mb,
             "throughput": summary.throughput,
