@@ -154,3 +154,11 @@ def test_formats_and_expressions() -> None:
         evaluate("rate.__class__", {"rate": 150})
     with pytest.raises(LeakLabError, match="names 'missing'"):
         render("{missing}", {"a": 1})
+
+
+def test_a_quote_may_not_type_its_own_figures() -> None:
+    # A format that writes a number itself would let a quote cover a figure that no
+    # source gives: "{slope} MB/min, 3x broken's" covers "3x" without computing it.
+    assert figures.typed_figures("{slope:3sig} [{low:3sig}, {high:3sig}] MB/min") == []
+    assert figures.typed_figures("against {median:.1f}, goroutines 549 against") == ["549"]
+    assert figures.typed_figures("p99 {p99:.1f} s at `flush.go:37`") == []

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 import tomllib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -261,6 +262,13 @@ def uncovered(text: str, quotes: Iterable[str]) -> list[str]:
     return out
 
 
+def typed_figures(fmt: str) -> list[str]:
+    """Figures written into a format's own text rather than computed: a quote must not
+    cover a number its source does not give."""
+    literal = INLINE_CODE.sub(" ", "".join(text for text, *_ in string.Formatter().parse(fmt)))
+    return [m.group(0) for m in BARE.finditer(literal)]
+
+
 def check(root: Path) -> Report:
     """Recompute every declared figure and check the prose against the declarations
     and the shrink-only lists. Returns every problem found, not only the first."""
@@ -281,6 +289,15 @@ def check(root: Path) -> Report:
         for fig in ff.figures:
             report.checked += 1
             where = ff.path.relative_to(root).as_posix()
+            typed = typed_figures(fig.fmt)
+            if typed:
+                report.problems.append(
+                    Problem(
+                        where,
+                        f"{fig.text!r}: its format types {', '.join(map(repr, typed))} itself: "
+                        "every figure in a quote comes from its source (split the quote)",
+                    )
+                )
             try:
                 value = figures_sources.render(fig.fmt, values.compute(fig.source))
             except LeakLabError as err:

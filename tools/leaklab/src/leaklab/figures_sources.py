@@ -9,8 +9,10 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
   harness's `analysis.series_fit`): `slope`, `low`, `high`, `half` (half the interval's
   width), `n`, in MB/min for a byte series.
 - `run`: a run's summary (`report.summarise`): `peak_rss_mb`, `throughput`, `verdict`,
-  every key of the load program's result (`sent`, `ok`, `aborted`, `p50_ms` ...), and
-  each series' last sample, unscaled, as `last_<series>`.
+  every key of the load program's result (`sent`, `ok`, `aborted`, `p50_ms` ...), the
+  run's load parameters as `param_<key>` (durations also as `param_<key>_n`), its phases
+  as `phase_<key>` (`phase_load_s`), and each series' last sample, unscaled, as
+  `last_<series>`.
 - `series`: a statistic (`median`, `max`, `min`, `first`, `last`) of one series over
   the steady window (or `window = "all"`), in MB for a byte series; also `samples`
   and `steps` (how many times it changed value).
@@ -108,6 +110,8 @@ class Sources:
         last = ds.frame.groupby("series", sort=False)["value"].last()
         return {
             **{f"last_{name}": float(v) for name, v in last.items()},
+            **{f"param_{k}": v for k, v in _with_durations(ds.meta.get("load_params", {})).items()},
+            **{f"phase_{k}": v for k, v in ds.meta.get("phases", {}).items()},
             **ds.meta.get("load_result", {}),
             "peak_rss_mb": summary.peak_rss_mb,
             "throughput": summary.throughput,
@@ -165,12 +169,18 @@ class Sources:
             return {"value": value}
         # A table's keys become fields; a duration ("200ms", "2s") also as its number,
         # `<key>_n`, so that the prose may write "200 ms".
-        out = dict(value)
-        for key, item in value.items():
-            duration = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)", str(item))
-            if duration:
-                out[f"{key}_n"] = _number(duration.group(1))
-        return out
+        return _with_durations(value)
+
+
+def _with_durations(params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters as numbers where they are numbers ("150" is 150), and each duration
+    ("200ms", "10s") also as its number, `<key>_n`, so that the prose may write "200 ms"."""
+    out = {k: _number(v) if isinstance(v, str) else v for k, v in params.items()}
+    for key, item in params.items():
+        duration = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)", str(item))
+        if duration:
+            out[f"{key}_n"] = _number(duration.group(1))
+    return out
 
 
 def _dig(doc: Any, key: str) -> Any:
