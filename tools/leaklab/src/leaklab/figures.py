@@ -211,7 +211,9 @@ def quote_pattern(text: str) -> re.Pattern[str]:
     """The quoted text, with any run of whitespace (a wrapped line) matching any other,
     and not glued to a longer number on either side."""
     parts = [re.escape(p) for p in text.split()]
-    return re.compile(r"(?<![\d.])" + r"\s+".join(parts) + r"(?!\d|\.\d)")
+    before = r"(?<![\d.])" if text[:1].isdigit() else ""
+    after = r"(?!\d|\.\d)" if text[-1:].isdigit() else ""
+    return re.compile(before + r"\s+".join(parts) + after)
 
 
 def scan(text: str) -> Iterator[tuple[int, int, str]]:
