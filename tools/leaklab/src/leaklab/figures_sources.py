@@ -16,6 +16,9 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
 - `series`: a statistic (`median`, `max`, `min`, `first`, `last`) of one series over
   the steady window (or `window = "all"`), in MB for a byte series; also `samples`
   and `steps` (how many times it changed value).
+- `looks`: the looks an adaptive grade plans for the lab's standard load
+  (`sequential.plan`): `count`, `every_s`, and per look k `at_k` (seconds of load),
+  `window_k` (seconds of steady window) and `level_k` (its interval's level, in %).
 - `ratio`: how many times steeper the first run's slope is than the second's noise
   (`analysis.ratio`, what `compare` prints as "Nx apart").
 - `match`: a recorded file (a snapshot, a benchmark's output; `file` from the
@@ -134,6 +137,19 @@ class Sources:
         out: dict[str, Any] = {k: f(values) for k, f in STATS.items()}
         out["samples"] = len(values)
         out["steps"] = int((values.diff().fillna(0) != 0).sum())
+        return out
+
+    def _looks(self, source: dict[str, Any]) -> dict[str, Any]:
+        from leaklab import sequential
+
+        a = self.lab.analysis
+        duration = float(self.lab.load.params["duration"])
+        looks = sequential.plan(a.warmup_s, duration, a.look_every_s)
+        out: dict[str, Any] = {"count": len(looks), "every_s": a.look_every_s}
+        for k, look in enumerate(looks, start=1):
+            out[f"at_{k}"] = look.at_s
+            out[f"window_{k}"] = look.at_s - a.warmup_s
+            out[f"level_{k}"] = 100 * look.level
         return out
 
     def _ratio(self, source: dict[str, Any]) -> dict[str, Any]:
