@@ -11,11 +11,13 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
 - `run`: a run's summary (`report.summarise`): `peak_rss_mb`, `throughput`, `verdict`,
   every key of the load program's result (`sent`, `ok`, `aborted`, `p50_ms` ...), the
   run's load parameters as `param_<key>` (durations also as `param_<key>_n`), its phases
-  as `phase_<key>` (`phase_load_s`), and each series' last sample, unscaled, as
-  `last_<series>`.
+  as `phase_<key>` (`phase_load_s`), each series' last sample, unscaled, as
+  `last_<series>`, and under `--memory-limit` the kill observed (`oom_kill_s`) and the
+  kill predicted (`predicted_at_s`, `_low_s`, `_high_s`; from RSS `predicted_from_rss_*`).
 - `series`: a statistic (`median`, `max`, `min`, `first`, `last`) of one series over
-  the steady window (or `window = "all"`), in MB for a byte series; also `samples`
-  and `steps` (how many times it changed value).
+  the steady window (or `window = "all"`), in MB for a byte series; also `samples`,
+  `steps` (how many times it changed value) and, given `above` (raw units),
+  `first_above_s`, when the series first reached it.
 - `looks`: the looks an adaptive grade plans for the lab's standard load
   (`sequential.plan`): `count`, `every_s`, and per look k `at_k` (seconds of load),
   `window_k` (seconds of steady window) and `level_k` (its interval's level, in %).
@@ -111,7 +113,18 @@ class Sources:
         # Each series' last sample, unscaled (`last_backend_docs`), so that a figure may
         # set the service's own counts beside the load's.
         last = ds.frame.groupby("series", sort=False)["value"].last()
+        # Under --memory-limit: the kill observed, and the kill predicted from the first
+        # half of the window (from the charged memory, `predicted_*`, and from RSS).
+        limited: dict[str, Any] = {}
+        if summary.memory_limit:
+            doc = summary.memory_limit
+            limited["oom_kill_s"] = doc.get("observed_kill_s")
+            for key in ("predicted", "predicted_from_rss"):
+                guess = doc.get(key) or {}
+                for field in ("at_s", "low_s", "high_s"):
+                    limited[f"{key}_{field}"] = guess.get(field)
         return {
+            **limited,
             **{f"last_{name}": float(v) for name, v in last.items()},
             **{f"param_{k}": v for k, v in _with_durations(ds.meta.get("load_params", {})).items()},
             **{f"phase_{k}": v for k, v in ds.meta.get("phases", {}).items()},
@@ -137,6 +150,10 @@ class Sources:
         out: dict[str, Any] = {k: f(values) for k, f in STATS.items()}
         out["samples"] = len(values)
         out["steps"] = int((values.diff().fillna(0) != 0).sum())
+        if "above" in source:
+            # When the series first reached a size (in its raw unit: bytes).
+            over = frame[frame["value"] >= float(source["above"])]
+            out["first_above_s"] = float(over["t_s"].iloc[0]) if len(over) else None
         return out
 
     def _looks(self, source: dict[str, Any]) -> dict[str, Any]:
