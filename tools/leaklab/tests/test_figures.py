@@ -4,7 +4,10 @@ in the files that quote it; every other figure is on its lab's shrink-only list.
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,17 @@ def test_a_stale_figure_names_the_file_the_quote_and_the_value(tmp_path: Path) -
     problems = [str(p) for p in figures.check(root).problems]
     expected = f"{README}: quotes {stale!r}, the source gives {QUOTE!r}"
     assert any(p.startswith(expected) for p in problems), problems
+    # The command a maintainer runs says the same and fails (exit 1).
+    result = subprocess.run(
+        [sys.executable, "-m", "leaklab", "dev", "figures", "01"],
+        env={**os.environ, "LEAKLAB_ROOT": str(root), "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert expected in result.stdout
 
 
 def test_prose_that_drifts_from_its_declaration_fails(tmp_path: Path) -> None:
