@@ -845,6 +845,41 @@ def dev_check() -> None:
     out.print(f"the course is consistent ({len(lab_slugs())} labs)")
 
 
+@dev_app.command("figures")
+def dev_figures(
+    lab_name: Annotated[
+        str | None, typer.Argument(help="one lab (01), or every lab and the course's files")
+    ] = None,
+    write_unsourced: Annotated[
+        bool,
+        typer.Option(
+            help="rewrite the [unsourced] lists from the prose as it is now (review the diff)"
+        ),
+    ] = False,
+) -> None:
+    """Every figure the prose quotes, recomputed from its dataset (or lab.toml, or a
+    recorded output) and found where it is quoted; the rest on shrink-only lists."""
+    from leaklab import figures
+    from leaklab.spec import resolve_slug
+
+    root = repo_root()
+    slug = resolve_slug(lab_name, root) if lab_name else None
+    if write_unsourced:
+        for one in [slug] if slug else [None, *lab_slugs(root)]:
+            path = figures.rewrite_unsourced(root, one, "not declared yet")
+            out.print(f"wrote {path}", highlight=False)
+    report = figures.check(root)
+    mine = [p for p in report.problems if slug is None or slug in p.file or slug in p.text]
+    for problem in mine:
+        out.print(f"[red]x[/red] {escape(str(problem))}", highlight=False)
+    if mine:
+        raise typer.Exit(1)
+    out.print(
+        f"{report.checked} declared figures match their sources; "
+        f"{report.unsourced} still listed as unsourced"
+    )
+
+
 def main() -> None:
     """Entry point: one clear line for user errors, exit 130 on Ctrl-C, nothing half-written."""
     try:

@@ -1,0 +1,309 @@
+"""Where a quoted figure comes from: the functions a figures file names (`from = ...`).
+
+Each returns named fields; the figure's `format` (Python's format language, plus
+`Nsig` for N significant digits that keeps trailing zeros: 86.0, 0.950) turns them
+into the text the prose must quote. An optional `expr` (arithmetic over the fields:
++ - * / ** and round, abs, min, max) adds fields computed from them.
+
+- `fit`: a run's slope over the steady window, as `leaklab compare` fits it (the
+  harness's `analysis.series_fit`): `slope`, `low`, `high`, `half` (half the interval's
+  width), `n`, in MB/min for a byte series.
+- `run`: a run's summary (`report.summarise`): `peak_rss_mb`, `throughput`, `verdict`,
+  every key of the load program's result (`sent`, `ok`, `aborted`, `p50_ms` ...), the
+  run's load parameters as `param_<key>` (durations also as `param_<key>_n`), its phases
+  as `phase_<key>` (`phase_load_s`), each series' last sample, unscaled, as
+  `last_<series>`, and under `--memory-limit` the kill observed (`oom_kill_s`) and the
+  kill predicted (`predicted_at_s`, `_low_s`, `_high_s`; from RSS `predicted_from_rss_*`).
+- `series`: a statistic (`median`, `max`, `min`, `first`, `last`) of one series over
+  the steady window (or `window = "all"`), in MB for a byte series; also `samples`,
+  `steps` (how many times it changed value) and, given `above` (raw units),
+  `first_above_s`, when the series first reached it.
+- `looks`: the looks an adaptive grade plans for the lab's standard load
+  (`sequential.plan`): `count`, `every_s`, and per look k `at_k` (seconds of load),
+  `window_k` (seconds of steady window) and `level_k` (its interval's level, in %).
+- `ratio`: how many times steeper the first run's slope is than the second's noise
+  (`analysis.ratio`, what `compare` prints as "Nx apart").
+- `match`: a recorded file (a snapshot, a benchmark's output; `file` from the
+  repository root), a regex: its first match's groups as numbers `g1`, `g2` ... (or by
+  name), and `count`, the number of matches.
+- `json`: a key (dotted path) of a recorded JSON file (`file` from the repository root).
+- `lab`: a key (dotted path) of the lab's `lab.toml`, a constant of the course; a table's
+  keys become fields, a duration such as "200ms" also as its number (`backend_latency_n`).
+
+`expr` is one expression (giving `value`) or a table of them (each giving its name).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import operator
+import re
+import string
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from leaklab import analysis, dataset, report
+from leaklab.errors import LeakLabError
+from leaklab.spec import Lab, load_lab
+
+STATS: dict[str, Callable[[Any], float]] = {
+    "median": lambda v: float(v.median()),
+    "max": lambda v: float(v.max()),
+    "min": lambda v: float(v.min()),
+    "first": lambda v: float(v.iloc[0]),
+    "last": lambda v: float(v.iloc[-1]),
+}
+
+
+class Sources:
+    """The sources of one figures file: its lab's datasets and lab.toml (or, for the
+    course's file, only recorded files and no lab)."""
+
+    def __init__(self, root: Path, slug: str | None) -> None:
+        self.root = root
+        self.slug = slug
+        self._spec: Lab | None = None
+        self._runs: dict[str, dataset.Dataset] = {}
+
+    @property
+    def lab(self) -> Lab:
+        if self.slug is None:
+            raise LeakLabError("the course's figures file has no lab: use match or json")
+        if self._spec is None:
+            self._spec = load_lab(self.slug, self.root)
+        return self._spec
+
+    def run(self, name: str) -> dataset.Dataset:
+        if name not in self._runs:
+            path = self.root / "datasets" / str(self.slug) / f"{name}.json"
+            if not path.is_file():
+                raise LeakLabError(f"no run {name!r} ({path.relative_to(self.root)})")
+            self._runs[name] = dataset.read(path)
+        return self._runs[name]
+
+    def compute(self, source: dict[str, Any]) -> dict[str, Any]:
+        kind = source["from"]
+        handler = getattr(self, f"_{kind}", None)
+        if handler is None:
+            raise LeakLabError(f"unknown source {kind!r}")
+        try:
+            fields: dict[str, Any] = handler(source)
+        except KeyError as err:
+            raise LeakLabError(f"source {kind!r} needs {err}") from err
+        exprs = source.get("expr", {})
+        for name, expr in ({"value": exprs} if isinstance(exprs, str) else exprs).items():
+            fields[name] = evaluate(expr, fields)
+        return fields
+
+    def _fit(self, source: dict[str, Any]) -> dict[str, Any]:
+        fit = analysis.series_fit(
+            self.run(source["run"]), source["series"], self.lab.analysis.warmup_s
+        )
+        if fit is None:
+            raise LeakLabError(f"too few samples to fit {source['series']}")
+        return {**fit.__dict__, "half": (fit.high - fit.low) / 2}
+
+    def _run(self, source: dict[str, Any]) -> dict[str, Any]:
+        ds = self.run(source["run"])
+        summary = report.summarise(self.lab, ds)
+        # Each series' last sample, unscaled (`last_backend_docs`), so that a figure may
+        # set the service's own counts beside the load's.
+        last = ds.frame.groupby("series", sort=False)["value"].last()
+        # Under --memory-limit: the kill observed, and the kill predicted from the first
+        # half of the window (from the charged memory, `predicted_*`, and from RSS).
+        limited: dict[str, Any] = {}
+        if summary.memory_limit:
+            doc = summary.memory_limit
+            limited["oom_kill_s"] = doc.get("observed_kill_s")
+            for key in ("predicted", "predicted_from_rss"):
+                guess = doc.get(key) or {}
+                for field in ("at_s", "low_s", "high_s"):
+                    limited[f"{key}_{field}"] = guess.get(field)
+        return {
+            **limited,
+            **{f"last_{name}": float(v) for name, v in last.items()},
+            **{f"param_{k}": v for k, v in _with_durations(ds.meta.get("load_params", {})).items()},
+            **{f"phase_{k}": v for k, v in ds.meta.get("phases", {}).items()},
+            **ds.meta.get("load_result", {}),
+            "peak_rss_mb": summary.peak_rss_mb,
+            "throughput": summary.throughput,
+            "verdict": summary.verdict,
+        }
+
+    def _series(self, source: dict[str, Any]) -> dict[str, Any]:
+        ds, name = self.run(source["run"]), source["series"]
+        frame = ds.series(name)
+        if source.get("window", "steady") == "steady":
+            frame = analysis.steady_window(
+                frame,
+                self.lab.analysis.warmup_s,
+                analysis.load_seconds(ds),
+                analysis.disturbed(ds),
+            )
+        if frame.empty:
+            raise LeakLabError(f"no samples of {name} in {source['run']}")
+        values = frame["value"] / analysis.scale(name)[0]
+        out: dict[str, Any] = {k: f(values) for k, f in STATS.items()}
+        out["samples"] = len(values)
+        out["steps"] = int((values.diff().fillna(0) != 0).sum())
+        if "above" in source:
+            # When the series first reached a size (in its raw unit: bytes).
+            over = frame[frame["value"] >= float(source["above"])]
+            out["first_above_s"] = float(over["t_s"].iloc[0]) if len(over) else None
+        return out
+
+    def _looks(self, source: dict[str, Any]) -> dict[str, Any]:
+        from leaklab import sequential
+
+        a = self.lab.analysis
+        duration = float(self.lab.load.params["duration"])
+        looks = sequential.plan(a.warmup_s, duration, a.look_every_s)
+        out: dict[str, Any] = {"count": len(looks), "every_s": a.look_every_s}
+        for k, look in enumerate(looks, start=1):
+            out[f"at_{k}"] = look.at_s
+            out[f"window_{k}"] = look.at_s - a.warmup_s
+            out[f"level_{k}"] = 100 * look.level
+        return out
+
+    def _ratio(self, source: dict[str, Any]) -> dict[str, Any]:
+        first, second = (self._fit({**source, "run": r}) for r in source["runs"])
+        fits = [analysis.Fit(f["slope"], f["low"], f["high"], f["n"]) for f in (first, second)]
+        return {"value": analysis.ratio(*fits)}
+
+    def _file(self, name: str) -> Path:
+        path = self.root / name
+        if not path.is_file():
+            raise LeakLabError(f"no file {name}")
+        return path
+
+    def _match(self, source: dict[str, Any]) -> dict[str, Any]:
+        text = self._file(source["file"]).read_text()
+        found = list(re.finditer(source["pattern"], text, re.M))
+        if not found:
+            raise LeakLabError(f"{source['pattern']!r} matches nothing in {source['file']}")
+        first = found[0]
+        out: dict[str, Any] = {"count": len(found)}
+        out.update({f"g{i}": _number(g) for i, g in enumerate(first.groups(), start=1)})
+        out.update({k: _number(v) for k, v in first.groupdict().items()})
+        return out
+
+    def _json(self, source: dict[str, Any]) -> dict[str, Any]:
+        doc = json.loads(self._file(source["file"]).read_text())
+        return {"value": _dig(doc, source["key"])}
+
+    def _lab(self, source: dict[str, Any]) -> dict[str, Any]:
+        doc = tomllib.loads((self.root / "labs" / str(self.slug) / "lab.toml").read_text())
+        value = _dig(doc, source["key"])
+        if not isinstance(value, dict):
+            return {"value": value}
+        # A table's keys become fields; a duration ("200ms", "2s") also as its number,
+        # `<key>_n`, so that the prose may write "200 ms".
+        return _with_durations(value)
+
+
+def _with_durations(params: dict[str, Any]) -> dict[str, Any]:
+    """Parameters as numbers where they are numbers ("150" is 150), and each duration
+    ("200ms", "10s") also as its number, `<key>_n`, so that the prose may write "200 ms"."""
+    out = {k: _number(v) if isinstance(v, str) else v for k, v in params.items()}
+    for key, item in params.items():
+        duration = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s|m)", str(item))
+        if duration:
+            out[f"{key}_n"] = _number(duration.group(1))
+    return out
+
+
+def _dig(doc: Any, key: str) -> Any:
+    for part in key.split("."):
+        if not isinstance(doc, dict) or part not in doc:
+            raise LeakLabError(f"no key {key!r}")
+        doc = doc[part]
+    return doc
+
+
+def _number(text: str | None) -> Any:
+    if text is None:
+        return None
+    plain = text.replace(",", "")
+    try:
+        return int(plain)
+    except ValueError:
+        try:
+            return float(plain)
+        except ValueError:
+            return text
+
+
+_OPS: dict[type, Callable[..., Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.USub: operator.neg,
+}
+_CALLS: dict[str, Callable[..., Any]] = {"round": round, "abs": abs, "min": min, "max": max}
+
+
+def evaluate(expr: str, fields: dict[str, Any]) -> Any:
+    """Arithmetic over the fields, nothing else (no attribute, no import, no call but
+    round, abs, min and max): a figures file is data, not code."""
+
+    def walk(node: ast.AST) -> Any:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in fields:
+            return fields[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.operand))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _CALLS
+            and not node.keywords
+        ):
+            return _CALLS[node.func.id](*(walk(a) for a in node.args))
+        raise LeakLabError(f"expr {expr!r}: {ast.unparse(node)!r} is not allowed here")
+
+    try:
+        return walk(ast.parse(expr, mode="eval"))
+    except SyntaxError as err:
+        raise LeakLabError(f"expr {expr!r}: {err.msg}") from err
+
+
+class _Formatter(string.Formatter):
+    """Python's format language, plus `Nsig`: N significant digits, trailing zeros kept
+    and no trailing point (86.0, 115, 0.950, -0.0447)."""
+
+    def format_field(self, value: Any, format_spec: str) -> str:
+        sig = re.fullmatch(r"(,?)(\d+)sig", format_spec)
+        if sig and isinstance(value, int | float):
+            return significant(float(value), int(sig.group(2)), bool(sig.group(1)))
+        return str(super().format_field(value, format_spec))
+
+
+def significant(value: float, digits: int, grouping: bool = False) -> str:
+    if value == 0 or not math.isfinite(value):
+        return f"{value:.{max(digits - 1, 0)}f}" if value == 0 else str(value)
+    exponent = math.floor(math.log10(abs(value)))
+    decimals = max(digits - 1 - exponent, 0)
+    rounded = round(value, decimals)
+    if rounded != 0 and math.floor(math.log10(abs(rounded))) > exponent:
+        decimals = max(decimals - 1, 0)  # 99.96 at 3 digits is 100, not 100.0
+    return f"{value:{',' if grouping else ''}.{decimals}f}"
+
+
+def render(fmt: str, fields: dict[str, Any]) -> str:
+    try:
+        return _Formatter().format(fmt, **fields)
+    except (KeyError, IndexError) as err:
+        raise LeakLabError(f"format {fmt!r} names {err}, fields: {', '.join(fields)}") from err
+    except ValueError as err:
+        raise LeakLabError(f"format {fmt!r}: {err}") from err

@@ -1,0 +1,178 @@
+"""No figure without its source (issue 40, item 5): every figure the course's prose quotes
+is recomputed from the committed datasets (or lab.toml, or a recorded output) and found
+in the files that quote it; every other figure is on its lab's shrink-only list."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from leaklab import figures
+from leaklab.errors import LeakLabError
+from leaklab.figures_sources import evaluate, render, significant
+from leaklab.paths import repo_root
+
+ROOT = repo_root()
+LAB = "01-go-bulk-abort"
+README = f"labs/{LAB}/README.md"
+QUOTE = "86.0 [79.3, 92.7]"  # broken's live heap slope, as lab 01's README quotes it
+
+
+def test_every_quoted_figure_is_what_its_source_gives() -> None:
+    report = figures.check(ROOT)
+    assert report.checked > 0
+    assert not report.problems, "\n".join(map(str, report.problems))
+
+
+def test_lab_01_declares_its_headline_figures() -> None:
+    declared = {f.text for ff in figures.figures_files(ROOT) for f in ff.figures}
+    headline = (
+        QUOTE,
+        "-0.04 [-1.04, 0.95]",
+        "89.7 [83.8, 95.6]",
+        "broken has 298, 290 of them parked",
+    )
+    assert set(headline) <= declared
+
+
+def _course_copy(tmp_path: Path) -> Path:
+    """The files the check reads (prose, lab.toml and answers, datasets), not builds."""
+    skip = shutil.ignore_patterns("*.png", "node_modules", "target", "_build", "deps", ".leaklab")
+    for name in ("labs", "solutions", "datasets", "notebooks", "slides"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=skip)
+    shutil.copy(ROOT / "README.md", tmp_path / "README.md")
+    return tmp_path
+
+
+def _replace(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def test_a_stale_figure_names_the_file_the_quote_and_the_value(tmp_path: Path) -> None:
+    # A stale quote, declared as quoted: what a README keeps when its dataset is
+    # re-captured (or what an author types from memory). Planted in a copy.
+    root = _course_copy(tmp_path)
+    stale = "86.5 [79.3, 92.7]"
+    _replace(root / README, QUOTE, stale)
+    _replace(root / "solutions" / LAB / "README.md", QUOTE, stale)
+    _replace(root / "datasets" / LAB / figures.FILE_NAME, f'"{QUOTE}"', f'"{stale}"')
+    problems = [str(p) for p in figures.check(root).problems]
+    expected = f"{README}: quotes {stale!r}, the source gives {QUOTE!r}"
+    assert any(p.startswith(expected) for p in problems), problems
+    # The command a maintainer runs says the same and fails (exit 1).
+    result = subprocess.run(
+        [sys.executable, "-m", "leaklab", "dev", "figures", "01"],
+        env={**os.environ, "LEAKLAB_ROOT": str(root), "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert expected in result.stdout
+
+
+def test_prose_that_drifts_from_its_declaration_fails(tmp_path: Path) -> None:
+    # The prose edited, the declaration not: the quote is missing, and the new number
+    # has no source.
+    root = _course_copy(tmp_path)
+    _replace(root / README, QUOTE, "68.0 [79.3, 92.7]")
+    problems = [str(p) for p in figures.check(root).problems]
+    missing = f"{README}: does not quote {QUOTE!r} (declared in datasets/{LAB}/figures.toml)"
+    assert missing in problems
+    unsourced = next(p for p in problems if p.startswith(f"{README}: ") and "without a source" in p)
+    assert "'68.0'" in unsourced and "'[79.3, 92.7]'" in unsourced
+
+
+def _tiny_course(tmp_path: Path, prose: str, unsourced: list[str]) -> Path:
+    (tmp_path / "labs" / "01-x").mkdir(parents=True)
+    (tmp_path / "labs" / "01-x" / "lab.toml").write_text("")
+    (tmp_path / "labs" / "01-x" / "README.md").write_text(prose)
+    (tmp_path / "datasets" / "01-x").mkdir(parents=True)
+    listed = ", ".join(f'"{t}"' for t in unsourced)
+    (tmp_path / "datasets" / "01-x" / "figures.toml").write_text(
+        f'[unsourced.README]\nreason = "waits"\nfigures = [{listed}]\n'
+    )
+    return tmp_path
+
+
+def test_an_unlisted_figure_fails_and_a_listed_one_passes(tmp_path: Path) -> None:
+    root = _tiny_course(tmp_path, "It grew 12 MB/min [9.5, 14] over 60 s.\n", ["60 s"])
+    problems = [str(p) for p in figures.check(root).problems]
+    assert problems == [
+        "labs/01-x/README.md: 2 figure(s) without a source: '12 MB/min', '[9.5, 14]' "
+        "(declare each in datasets/01-x/figures.toml, or list it under [unsourced] with the reason)"
+    ]
+
+
+def test_the_unsourced_list_only_shrinks(tmp_path: Path) -> None:
+    root = _tiny_course(tmp_path, "It ran for 60 s.\n", ["60 s", "12 MB/min"])
+    problems = [str(p) for p in figures.check(root).problems]
+    assert problems == [
+        "labs/01-x/README.md: listed as unsourced in datasets/01-x/figures.toml but no "
+        "longer unsourced here, remove: '12 MB/min'"
+    ]
+
+
+def test_the_scanner_reads_prose_and_tables_not_code() -> None:
+    text = (
+        "Live heap 86.0 MB/min [79.3, 92.7], 290 goroutines, 10% aborts, `-rate 150 s`.\n\n"
+        "| run | peak RSS MB | answered |\n| --- | ---: | ---: |\n"
+        "| broken | 135 | 5,134 of 9,000 |\n\n"
+        "```text\ngc 9 @7.822s 0%: 22->22->13 MB\n```\nlab 01, stage-1, Go 1.27.3\n"
+    )
+    text = figures.readable(text)
+    found = figures.uncovered(text, [])
+    assert found == [
+        "86.0 MB/min",
+        "[79.3, 92.7]",
+        "290 goroutines",
+        "10%",
+        "135",
+        "5,134",
+        "9,000",
+    ]
+    assert figures.uncovered(text, ["86.0 MB/min [79.3,\n92.7]", "| 135 |"]) == [
+        "290 goroutines",
+        "10%",
+        "5,134",
+        "9,000",
+    ]
+
+
+def test_a_quote_does_not_match_inside_a_longer_number() -> None:
+    assert not figures.quote_pattern("6 s").search("it took 16 s")
+    assert not figures.quote_pattern("1.2 MB").search("11.25 MB")
+    assert figures.quote_pattern("8 steps in\nthe window").search("holds 8 steps in the window")
+
+
+def test_formats_and_expressions() -> None:
+    assert [significant(v, 3) for v in (86.036, 114.8, 0.9482, -0.04474, 99.96)] == [
+        "86.0",
+        "115",
+        "0.948",
+        "-0.0447",
+        "100",
+    ]
+    assert render("{a:3sig} [{b:,.0f}]", {"a": 79.327, "b": 16662.0}) == "79.3 [16,662]"
+    load = {"impatient": 0.1, "rate": 150, "duration": 60}
+    assert evaluate("round(impatient * rate * duration)", load) == 900
+    with pytest.raises(LeakLabError, match="not allowed"):
+        evaluate("rate.__class__", {"rate": 150})
+    with pytest.raises(LeakLabError, match="names 'missing'"):
+        render("{missing}", {"a": 1})
+
+
+def test_a_quote_may_not_type_its_own_figures() -> None:
+    # A format that writes a number itself would let a quote cover a figure that no
+    # source gives: "{slope} MB/min, 3x broken's" covers "3x" without computing it.
+    assert figures.typed_figures("{slope:3sig} [{low:3sig}, {high:3sig}] MB/min") == []
+    assert figures.typed_figures("against {median:.1f}, goroutines 549 against") == ["549"]
+    assert figures.typed_figures("p99 {p99:.1f} s at `flush.go:37`") == []
