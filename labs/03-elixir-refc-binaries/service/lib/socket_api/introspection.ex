@@ -16,7 +16,8 @@ defmodule SocketApi.Introspection do
       "memory" => node_memory(),
       "channels" => summarise(channel_pids()),
       "connections" => summarise(connection_pids()),
-      "process_count" => :erlang.system_info(:process_count)
+      "process_count" => :erlang.system_info(:process_count),
+      "gc" => node_gc()
     }
   end
 
@@ -69,6 +70,15 @@ defmodule SocketApi.Introspection do
 
   defp connection_pids do
     for {pid, _} <- Registry.lookup(SocketApi.Registry, :websocket), do: pid
+  end
+
+  # What the node has spent on collecting since it started: the number of collections
+  # every process ran (forced ones included), the words they reclaimed, and the node's
+  # reductions (work done by all processes, collections included).
+  defp node_gc do
+    {count, reclaimed, _} = :erlang.statistics(:garbage_collection)
+    {reductions, _} = :erlang.statistics(:reductions)
+    %{"count" => count, "words_reclaimed" => reclaimed, "reductions" => reductions}
   end
 
   defp kind_map(pids, kind), do: Map.new(pids, &{&1, kind})
