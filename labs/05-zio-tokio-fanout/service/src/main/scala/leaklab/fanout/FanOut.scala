@@ -19,9 +19,9 @@ final case class Subscription(id: Long, matchId: Int, queue: Queue[Either[Replay
 
 /** Fans a match's events out to the replay requests that ask for them.
   *
-  * Each request opens a subscription: a queue that a producer fiber fills with the
-  * requested page (and `readAhead` events of the next one), and a response stream that
-  * takes the client's `count` events off the queue and renders each as one JSON line.
+  * Each request opens a subscription, counted by `openSubscriptions` (`open_subscriptions`
+  * in /metrics), and is answered with a response stream: the client's `count` events of
+  * the match from `from`, each rendered as one JSON line.
   */
 final class FanOut(log: MatchLog, readAhead: Int, metrics: Metrics):
   private val nextId = AtomicLong(0L)
