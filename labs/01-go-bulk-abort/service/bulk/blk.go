@@ -5,9 +5,9 @@ import (
 	"sync"
 )
 
-// blkBufSize is the capacity a new bulk object's buffer starts with. A
-// check-in document with a full 8 KiB payload, once JSON-encoded, fits without
-// the buffer having to grow again.
+// blkBufSize is the capacity a new bulk object's buffer starts with: a full
+// 8 KiB payload of plain text fits once JSON-encoded; one that needs escaping
+// (each <, > or & takes 6 bytes) can still make the buffer grow.
 const blkBufSize = 16 << 10
 
 // respT is what a flush hands back to the caller waiting on a bulk object.

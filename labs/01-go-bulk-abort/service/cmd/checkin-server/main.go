@@ -162,7 +162,7 @@ func serve(opts options, logger *log.Logger) error {
 	case err := <-serveErr:
 		return fmt.Errorf("serve: %w", err)
 	case err := <-engineErr:
-		return fmt.Errorf("engine stopped: %v", err)
+		return fmt.Errorf("engine stopped: %w", err)
 	case <-sigCtx.Done():
 	}
 	logger.Print("shutting down")

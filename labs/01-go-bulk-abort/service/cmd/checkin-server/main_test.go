@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -82,6 +83,40 @@ func TestRoutes(t *testing.T) {
 	for _, path := range []string{"/", "/nope", "/checkin/extra"} {
 		if rec := get(path); rec.Code != http.StatusNotFound {
 			t.Errorf("GET %s = %d, want 404", path, rec.Code)
+		}
+	}
+}
+
+// /healthz says ok only while the engine runs: before Run, during it, and after
+// it returned (asked many times, since a stopped engine is both ready and done).
+func TestHealthzFollowsTheEngine(t *testing.T) {
+	e, err := bulk.New(bulk.DefaultConfig(), &bulk.SlowBackend{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := newMux(e, new(checkin.Counters))
+	healthz := func() int {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
+		return rec.Code
+	}
+	if code := healthz(); code != http.StatusServiceUnavailable {
+		t.Errorf("healthz before Run = %d, want 503", code)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() { errc <- e.Run(ctx) }()
+	<-e.Ready()
+	if code := healthz(); code != http.StatusOK {
+		t.Errorf("healthz while running = %d, want 200", code)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for i := range 100 {
+		if code := healthz(); code != http.StatusServiceUnavailable {
+			t.Fatalf("healthz after Run returned = %d on request %d, want 503", code, i+1)
 		}
 	}
 }

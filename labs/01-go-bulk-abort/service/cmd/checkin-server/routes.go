@@ -17,15 +17,21 @@ func newMux(engine *bulk.Engine, counters *checkin.Counters) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("POST /checkin", checkin.NewHandler(engine, counters))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		// Done is asked on its own first: once the engine has stopped, Ready is
+		// closed too, and a select with both ready picks either at random.
 		select {
 		case <-engine.Done():
-		case <-engine.Ready():
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			_, _ = w.Write([]byte("ok"))
+			http.Error(w, "engine not running", http.StatusServiceUnavailable)
 			return
 		default:
 		}
-		http.Error(w, "engine not running", http.StatusServiceUnavailable)
+		select {
+		case <-engine.Ready():
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			_, _ = w.Write([]byte("ok"))
+		default:
+			http.Error(w, "engine not running", http.StatusServiceUnavailable)
+		}
 	})
 
 	mux.Handle("GET /debug/vars", expvar.Handler())
