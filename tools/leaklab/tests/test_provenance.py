@@ -91,6 +91,21 @@ def test_an_entry_needs_a_reason(fake_repo: Path) -> None:
     ]
 
 
+def test_no_tracked_file_is_one_git_add_would_leave_out() -> None:
+    """A copy of the course committed with `git add -A` (a template copy, a learner's
+    first commit) holds exactly the tracked files: an ignore rule that matches a tracked
+    file drops it there, and the lab's published tree then exists in no commit."""
+    root = Path(__file__).resolve().parents[3]
+    ignored = subprocess.run(
+        ["git", "ls-files", "--cached", "--ignored", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert ignored == []
+
+
 def test_the_course_s_datasets_are_clean_or_listed() -> None:
     root = Path(__file__).resolve().parents[3]
     assert provenance.check(root).problems == []
