@@ -78,7 +78,7 @@ final class EventHubSpec extends AnyWordSpec with Matchers with BeforeAndAfterAl
       val hub = EventHub(bufferSize)
       val probe = hub.subscribe.runWith(TestSink[Location]())
       // Demand for one location: once a marker arrives the subscriber is registered, and
-      // it then reads nothing more while far more than every buffer in the hub is
+      // it then reads nothing more while far more than every buffer in the hub holds is
       // published, then, once those have all reached the hub, one last location.
       probe.request(1)
       val registered = java.util.concurrent.atomic.AtomicBoolean(false)
@@ -86,8 +86,13 @@ final class EventHubSpec extends AnyWordSpec with Matchers with BeforeAndAfterAl
       try probe.expectNext(5.seconds)
       finally registered.set(true)
       Await.result(ticker, 5.seconds)
-      val earlier = (1 to bufferSize * 20).map(i => hub.publish(at("s-5", i)))
-      Thread.sleep(1000)
+      // In rounds, with a pause after each for the hub to move what it can: one burst
+      // may end before the hub has filled its buffers, and leave room for the last one.
+      val earlier = (0 until 3).flatMap { round =>
+        val sent = (1 to bufferSize * 20).map(i => hub.publish(at("s-5", round * 1000 + i)))
+        Thread.sleep(700)
+        sent
+      }
       val last = hub.publish(at("last", 1))
       probe.request(Long.MaxValue)
       Await.ready(Future.sequence(earlier), 10.seconds)
