@@ -9,8 +9,9 @@ Reads the recording with the JDK's own `jfr print --json` and writes
 - OUT_DIR/jfr-alloc.csv: `class,samples,weight_bytes` for jdk.ObjectAllocationSample,
   the classes allocated most by sampled weight;
 - OUT_DIR/jfr-old-objects.txt: jdk.OldObjectSample, JFR's leak detector: the sampled
-  objects still alive at the dump, counted by class and by GC root, then `jfr print`'s
-  own text of the samples whose path from a GC root passes a MergeHub (at most three).
+  objects still alive at the dump, counted by class, by GC root and by the classes on
+  their paths from a GC root, then `jfr print`'s own text of the three samples with the
+  longest paths. Counts only: which class matters is the reader's question.
 Times are seconds since the JVM started (jdk.JVMInformation), so they line up with the
 `jvm_uptime_ms` series the harness samples from /metrics. Prints a one-line summary.
 """
@@ -87,30 +88,39 @@ def old_objects(recording: Path, target: Path) -> int:
     samples = events(recording, "jdk.OldObjectSample")
     by_class: Counter[str] = Counter()
     by_root: Counter[str] = Counter()
-    via_hub = 0
+    on_path: Counter[str] = Counter()
+    lengths: list[int] = []
     for e in samples:
         v = e["values"]
         names = chain(v.get("object"))
         by_class[names[0] if names else "?"] += 1
         root = v.get("root") or {}
         by_root[f"{root.get('system') or '?'} / {root.get('type') or '?'}"] += 1
-        via_hub += any("MergeHub" in n for n in names)
+        # Each class once per sample: how many samples' paths hold it.
+        on_path.update(set(names))
+        lengths.append(len(names))
     text = subprocess.run(
         ["jfr", "print", "--events", "jdk.OldObjectSample", "--stack-depth", "8", str(recording)],
         capture_output=True, check=True, text=True,
     ).stdout
-    shown = [b for b in text.split("jdk.OldObjectSample {")[1:] if "MergeHub" in b][:3]
+    blocks = text.split("jdk.OldObjectSample {")[1:]
+    # `jfr print` keeps the recording's order, as `--json` does: the blocks pair with the
+    # samples, so the longest paths can be picked by their measured length.
+    longest = sorted(range(len(blocks)), key=lambda i: -lengths[i] if i < len(lengths) else 0)[:3]
     with target.open("w") as f:
-        f.write(f"# jdk.OldObjectSample: {len(samples)} live sampled objects at the dump,"
-                f" {via_hub} with a path from a GC root through a MergeHub class\n")
+        f.write(f"# jdk.OldObjectSample: {len(samples)} live sampled objects at the dump\n")
         f.write("# by class of the sampled object\n")
         for name, n in by_class.most_common(15):
             f.write(f"{n:6d}  {name}\n")
         f.write("# by GC root (system / type)\n")
         for name, n in by_root.most_common():
             f.write(f"{n:6d}  {name}\n")
-        for block in shown:
-            f.write("\njdk.OldObjectSample {" + block.rstrip() + "\n")
+        f.write("# by class on the path from a GC root (samples whose path holds it)\n")
+        for name, n in on_path.most_common(15):
+            f.write(f"{n:6d}  {name}\n")
+        f.write("# the three samples with the longest paths, as jfr print shows them\n")
+        for i in sorted(longest):
+            f.write("\njdk.OldObjectSample {" + blocks[i].rstrip() + "\n")
     return len(samples)
 
 

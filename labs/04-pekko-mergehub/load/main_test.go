@@ -43,10 +43,10 @@ func fakeService(t *testing.T, published *atomic.Int64) *httptest.Server {
 
 // line is the part of a progress line these tests read.
 type line struct {
-	Done                      bool
-	Sent, OK, Dropped, Errors int64
-	Histogram                 *bool
-	HistogramsDuring          *int `json:"histograms_during"`
+	Done                                bool
+	Sent, OK, Accepted, Dropped, Errors int64
+	Histogram                           *bool
+	HistogramsDuring                    *int `json:"histograms_during"`
 }
 
 func TestRunPublishesAtTheRateAndStops(t *testing.T) {
@@ -63,8 +63,8 @@ func TestRunPublishesAtTheRateAndStops(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil || !final.Done {
 		t.Fatalf("last line is not a final progress line: %q (%v)", lines[len(lines)-1], err)
 	}
-	if final.Sent != 200 || final.OK != 200 || final.Dropped != 100 || final.Errors != 0 {
-		t.Errorf("final = %+v, want 200 sent, 200 ok, 100 dropped", final)
+	if final.Sent != 200 || final.OK != 200 || final.Accepted != 100 || final.Dropped != 100 || final.Errors != 0 {
+		t.Errorf("final = %+v, want 200 sent, 200 ok, 100 accepted, 100 dropped", final)
 	}
 	if final.Histogram == nil || !*final.Histogram {
 		t.Errorf("histogram not saved: %+v", final)

@@ -83,6 +83,7 @@ func (p *publisher) send(n int64) {
 	switch {
 	case err == nil && resp.StatusCode == http.StatusAccepted:
 		p.stats.req.OK.Add(1)
+		p.stats.accepted.Add(1)
 	case err == nil && resp.StatusCode == http.StatusServiceUnavailable &&
 		json.Unmarshal(raw, &answer) == nil && strings.Contains(answer.Error, "dropped"):
 		p.stats.req.OK.Add(1) // answered: the service chose to drop it

@@ -69,6 +69,41 @@ final class EventHubSpec extends AnyWordSpec with Matchers with BeforeAndAfterAl
       keepPublishingUntil(hub, "late", late.isCompleted)
       Await.result(late, 5.seconds).skater shouldBe "late"
     }
+
+    "deliver the last location it answered Accepted once a stalled subscriber reads again" in {
+      // Accepted means the location is in the event's stream. A hub may drop locations a
+      // stalled subscriber has not read (the oldest, say), but the last one it accepted
+      // must reach the subscriber when it resumes: a location answered Accepted and then
+      // thrown away is a refusal reported as a success.
+      val hub = EventHub(bufferSize)
+      val probe = hub.subscribe.runWith(TestSink[Location]())
+      // Demand for one location: once a marker arrives the subscriber is registered, and
+      // it then reads nothing more while far more than every buffer in the hub holds is
+      // published, then, once those have all reached the hub, one last location.
+      probe.request(1)
+      val registered = java.util.concurrent.atomic.AtomicBoolean(false)
+      val ticker = Future(keepPublishingUntil(hub, "marker", registered.get))
+      try probe.expectNext(5.seconds)
+      finally registered.set(true)
+      Await.result(ticker, 5.seconds)
+      // In rounds, with a pause after each for the hub to move what it can: one burst
+      // may end before the hub has filled its buffers, and leave room for the last one.
+      val earlier = (0 until 3).flatMap { round =>
+        val sent = (1 to bufferSize * 20).map(i => hub.publish(at("s-5", round * 1000 + i)))
+        Thread.sleep(700)
+        sent
+      }
+      val last = hub.publish(at("last", 1))
+      probe.request(Long.MaxValue)
+      Await.ready(Future.sequence(earlier), 10.seconds)
+      if Await.result(last, 10.seconds) == Published.Accepted then
+        val after = probe.receiveWithin(5.seconds)
+        assert(
+          after.exists(_.skater == "last"),
+          s"the last location answered Accepted never reached the subscriber (${after.size} arrived once it read again)"
+        )
+      probe.cancel()
+    }
   }
 
   /** Publishes `skater` locations every 10 ms until the probe sees one. */
