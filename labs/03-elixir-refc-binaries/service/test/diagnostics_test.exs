@@ -7,9 +7,9 @@ defmodule SocketApi.DiagnosticsTest do
 
   alias SocketApi.{Diagnostics, WsClient}
 
-  # Over 64 bytes, so a reference-counted binary outside the process heaps; under the
-  # smallest virtual binary heap (46,422 words, 371 KB), so receiving it does not make
-  # the receiver collect on its own.
+  # Over 64 bytes, so a reference-counted binary outside the process heaps, and small
+  # enough that one arriving does not by itself set off a collection in the receiver:
+  # the test decides when each process is collected.
   @size 100_000
 
   describe "bin_leak/1" do

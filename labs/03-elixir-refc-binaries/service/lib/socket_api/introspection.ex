@@ -40,8 +40,8 @@ defmodule SocketApi.Introspection do
   @doc """
   Garbage-collects every process on the node and reports memory before and after.
 
-  An experiment, not a remedy: it proves that the memory is garbage still referenced
-  by idle processes (it comes back), at the cost of stopping every process in turn.
+  An experiment, not a remedy: the difference between before and after is what a
+  collection of every process gives back, at the cost of stopping every process in turn.
   """
   @spec collect_everything() :: map()
   def collect_everything do
