@@ -42,22 +42,21 @@ func benchConfig() Config {
 //   - abort-queue: the queue is full and the caller's context is already
 //     cancelled, so every call gives up before the enqueue.
 //   - abort-response: a helper takes each object off the queue, cancels the
-//     caller's context, waits until Do has given up, and then answers as a
-//     flush would. With the caller gone, the helper drops the answer rather
-//     than block: what is measured is dispatch's own cost on this path (where
-//     the object goes), not the flush's, which only the load shows.
-//     If the answer was taken, the helper waits (up to a second) until the
-//     object is back in the pool before the next call starts, so that no
-//     goroutine dispatch started to take answers piles up across iterations.
+//     caller's context, waits until Do has given up, and then offers the
+//     answer a flush would send on the object's channel, without waiting for
+//     a receiver: what is measured is Do's own cost on this path, not the
+//     flush's, which only the load shows. When the offer goes through, the
+//     helper waits (up to a second) for the engine's freed hook before the
+//     next call starts, so that one iteration's work does not spill into the
+//     next.
 //   - success: a helper takes each object off the queue and answers it at
 //     once.
 //
 // B/op and allocs/op count every allocation in the process during the loop,
 // the helper's included, and the 16 KiB buffer of each object the pool had
-// to create. new-objects/op is how many objects the pool had to create per
-// call: 1 when every call needs a fresh one, near 0 when objects are reused
-// (a sync.Pool keeps objects per processor, so a reuse across goroutines is
-// likely, not certain).
+// to create. new-objects/op is the number of objects the pool had to create,
+// divided by the number of calls (a sync.Pool keeps objects per processor,
+// so an object the pool holds is not certain to be handed to the next call).
 func BenchmarkDispatch(b *testing.B) {
 	b.Run("abort-queue", func(b *testing.B) {
 		e := mustNew(b, benchConfig(), &SlowBackend{})
@@ -101,8 +100,8 @@ func BenchmarkDispatch(b *testing.B) {
 					<-gaveUp
 					select {
 					case blk.ch <- respT{seq: 1}:
-						// Taken, or buffered: give whoever takes it the
-						// time to put the object back.
+						// The offer went through: give the engine up to
+						// a second to report the object freed.
 						wait.Reset(time.Second)
 						select {
 						case <-freed:
@@ -110,7 +109,7 @@ func BenchmarkDispatch(b *testing.B) {
 						}
 						wait.Stop()
 					default:
-						// Nobody can take it: drop it.
+						// The offer did not go through: move on.
 					}
 					settled <- struct{}{}
 				case <-stop:
