@@ -53,6 +53,17 @@ def test_a_stale_excerpt_is_caught(tmp_path: Path) -> None:
     assert any("no longer matches" in p for p in slides.check(tmp_path, [deck]))
 
 
+def test_a_table_keeps_only_the_runs_it_names() -> None:
+    # A deck shows lab 02's broken row before its pause: stage-1's and fixed's rows
+    # together give the two-step fix away.
+    rows = slides.summary_table(ROOT, "02 runs=broken").splitlines()[2:]
+    assert [r.split(" | ")[0] for r in rows] == ["| broken"]
+    every = slides.summary_table(ROOT, "02").splitlines()[2:]
+    assert len(every) == 3
+    with pytest.raises(LeakLabError, match="no run named nope"):
+        slides.summary_table(ROOT, "02 runs=broken,nope")
+
+
 def test_every_committed_plot_is_used_by_a_deck() -> None:
     assert slides.unused_plots(ROOT) == []
 

@@ -11,9 +11,9 @@ use std::time::Duration;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-/// How long a stopped program waits for its queue to drain: long enough for
-/// a bounded queue (about 0.1 s at the lab's rate), short enough that an
-/// unbounded backlog of minutes is dropped rather than waited for.
+/// How long a stopped program waits for what the client still holds to be
+/// acknowledged. A stopped run has to end promptly, whatever the client
+/// holds: what is left after this is reported as not delivered, not waited for.
 pub const STOP_GRACE: Duration = Duration::from_secs(1);
 
 /// Set by the first SIGTERM or SIGINT.

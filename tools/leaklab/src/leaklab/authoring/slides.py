@@ -9,7 +9,8 @@ each an opening HTML comment, generated text, and a closing comment:
 
     <!-- table: 01 -->              the lab's summary table from datasets/<lab>/ (slopes,
     ...                             95% CIs, peak RSS, throughput, verdict), computed by
-    <!-- /table -->                 leaklab.report.summarise, as `leaklab compare` does
+    <!-- /table -->                 leaklab.report.summarise, as `leaklab compare` does;
+                                    `<!-- table: 02 runs=broken -->` keeps those rows only
 
     <!-- plot: runs 01 series=go_heap_inuse_bytes runs=broken,fixed img=h:420 -->
     ![h:420](plots/....png)         a PNG in slides/plots/, drawn from the committed datasets
@@ -183,9 +184,20 @@ def _as_text(value: float) -> str:
 
 
 def summary_table(root: Path, arg: str) -> str:
-    """The lab's captured runs as a markdown table, figures computed from datasets/."""
-    lab = load_lab(arg.split()[0], root)
+    """The lab's captured runs as a markdown table, figures computed from datasets/.
+
+    `runs=a,b` keeps those rows only, in the folder's order: a deck shows the broken row
+    before its pause and the others after it, where they no longer give the answer away."""
+    words, opts = _options(arg)
+    lab = load_lab(words[0], root)
     runs = dataset.read_folder(root / "datasets" / lab.slug)
+    wanted = opts.get("runs")
+    if wanted:
+        names = wanted.split(",")
+        unknown = sorted(set(names) - {d.name for d in runs})
+        if unknown:
+            raise LeakLabError(f"table {arg!r}: no run named {', '.join(unknown)}")
+        runs = [d for d in runs if d.name in names]
     if not runs:
         raise LeakLabError(f"table {arg!r}: no datasets in datasets/{lab.slug}")
     cols = [s for s in lab.analysis.series if s.endswith("_bytes")]
