@@ -27,7 +27,7 @@ func fakeService(t *testing.T, published *atomic.Int64) *httptest.Server {
 		}
 		if published.Add(1)%2 == 0 {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, `{"error":"location dropped: the event's queue is full"}`)
+			_, _ = io.WriteString(w, `{"error":"location dropped: the event did not take it"}`)
 			return
 		}
 		w.WriteHeader(http.StatusAccepted)

@@ -74,8 +74,8 @@ func (p *publisher) send(n int64) {
 		return
 	}
 	defer resp.Body.Close()
-	// 202 is accepted; a 503 whose reason says the location was dropped (a full
-	// queue) is counted apart from other failures.
+	// 202 is accepted; a 503 whose reason says the location was dropped (the
+	// service chose not to take it) is counted apart from other failures.
 	var answer struct {
 		Error string `json:"error"`
 	}

@@ -114,10 +114,9 @@ final class Routes(hubs: Hubs, maxBodyBytes: Long, messageTimeout: FiniteDuratio
         within
       }
       .to(Sink.ignore)
-    // A BroadcastHub moves at the pace of its slowest consumer: a viewer whose socket
-    // stops reading would stall the event for everyone once it is a hub buffer behind.
-    // This buffer always pulls from the hub and, when the viewer is that far behind,
-    // drops the viewer's oldest position (for a live map the newest one matters).
+    // A viewer whose socket stops reading must not hold up the event's other viewers:
+    // this buffer always pulls and, when the viewer is a buffer behind, drops the
+    // viewer's oldest position (for a live map the newest one matters).
     val out = hubs
       .subscribe(event)
       .get
@@ -169,7 +168,7 @@ object Routes:
     outcome match
       case Success(Published.Accepted) => StatusCodes.Accepted -> JsObject("status" -> JsString("accepted"))
       case Success(Published.Dropped) =>
-        StatusCodes.ServiceUnavailable -> JsObject("error" -> JsString("location dropped: the event's queue is full"))
+        StatusCodes.ServiceUnavailable -> JsObject("error" -> JsString("location dropped: the event did not take it"))
       case Failure(e) =>
         StatusCodes.ServiceUnavailable -> JsObject("error" -> JsString(s"location not published: ${e.getMessage}"))
 

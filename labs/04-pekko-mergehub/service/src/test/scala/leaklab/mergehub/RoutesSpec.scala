@@ -62,10 +62,10 @@ final class RoutesSpec extends AnyWordSpec with Matchers with ScalatestRouteTest
     "answer 503 with the reason when the hub drops or fails a location, never 202" in {
       val (dropped, why) = Routes.answer(scala.util.Success(Published.Dropped))
       dropped shouldBe StatusCodes.ServiceUnavailable
-      why.fields("error").toString should include("queue is full")
-      val (failed, reason) = Routes.answer(scala.util.Failure(IllegalStateException("the event's queue is closed")))
+      why.fields("error").toString should include("did not take it")
+      val (failed, reason) = Routes.answer(scala.util.Failure(IllegalStateException("the event is closed")))
       failed shouldBe StatusCodes.ServiceUnavailable
-      reason.fields("error").toString should include("queue is closed")
+      reason.fields("error").toString should include("the event is closed")
       Routes.answer(scala.util.Success(Published.Accepted))._1 shouldBe StatusCodes.Accepted
     }
     "refuse an oversized body" in {
