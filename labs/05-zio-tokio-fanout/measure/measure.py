@@ -27,8 +27,8 @@ in flight), warm-up (15 s) excluded: a 20 s window without a profiler for latenc
 per event and bytes allocated per event, then async-profiler attached for a CPU profile
 and a wall-clock profile (6 s each, thread names kept) while the same load goes on. The
 variants: stage-1, the two experiments in solutions/05-zio-tokio-fanout/experiments/
-(flush-only: stage 1 with batched writes; alloc-only: fixed with one write per line) and
-fixed; others by --variants (a Tokio variant gets no profiler).
+(what each changes is in the solution's README, to read after the exercise) and fixed;
+others by --variants (a Tokio variant gets no profiler).
 
 `broadcast` is the fan-out the replay service does not have: one match's events
 published to several subscribers, one of them slow, through a ZIO Hub (each strategy)
