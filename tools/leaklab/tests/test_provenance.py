@@ -12,6 +12,9 @@ import pytest
 from conftest import git
 
 from leaklab import dev, provenance
+from leaklab.paths import repo_root
+
+ROOT = repo_root()
 
 DATASET = "90-fake/broken.json"
 
@@ -95,10 +98,9 @@ def test_no_tracked_file_is_one_git_add_would_leave_out() -> None:
     """A copy of the course committed with `git add -A` (a template copy, a learner's
     first commit) holds exactly the tracked files: an ignore rule that matches a tracked
     file drops it there, and the lab's published tree then exists in no commit."""
-    root = Path(__file__).resolve().parents[3]
     ignored = subprocess.run(
         ["git", "ls-files", "--cached", "--ignored", "--exclude-standard"],
-        cwd=root,
+        cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
@@ -107,8 +109,7 @@ def test_no_tracked_file_is_one_git_add_would_leave_out() -> None:
 
 
 def test_the_course_s_datasets_are_clean_or_listed() -> None:
-    root = Path(__file__).resolve().parents[3]
-    assert provenance.check(root).problems == []
+    assert provenance.check(ROOT).problems == []
 
 
 def test_dev_check_fails_on_them_and_warns_on_the_listed(fake_repo: Path) -> None:

@@ -99,12 +99,14 @@ class Sources:
             fields[name] = evaluate(expr, fields)
         return fields
 
-    def _fit(self, source: dict[str, Any]) -> dict[str, Any]:
-        fit = analysis.series_fit(
-            self.run(source["run"]), source["series"], self.lab.analysis.warmup_s
-        )
+    def _fit_of(self, run: str, series: str) -> analysis.Fit:
+        fit = analysis.series_fit(self.run(run), series, self.lab.analysis.warmup_s)
         if fit is None:
-            raise LeakLabError(f"too few samples to fit {source['series']}")
+            raise LeakLabError(f"too few samples to fit {series}")
+        return fit
+
+    def _fit(self, source: dict[str, Any]) -> dict[str, Any]:
+        fit = self._fit_of(source["run"], source["series"])
         return {**fit.__dict__, "half": (fit.high - fit.low) / 2}
 
     def _run(self, source: dict[str, Any]) -> dict[str, Any]:
@@ -170,9 +172,8 @@ class Sources:
         return out
 
     def _ratio(self, source: dict[str, Any]) -> dict[str, Any]:
-        first, second = (self._fit({**source, "run": r}) for r in source["runs"])
-        fits = [analysis.Fit(f["slope"], f["low"], f["high"], f["n"]) for f in (first, second)]
-        return {"value": analysis.ratio(*fits)}
+        first, second = (self._fit_of(r, source["series"]) for r in source["runs"])
+        return {"value": analysis.ratio(first, second)}
 
     def _file(self, name: str) -> Path:
         path = self.root / name
