@@ -3,6 +3,7 @@ package loadkit
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -250,5 +251,19 @@ func TestHelpIsErrHelp(t *testing.T) {
 	_ = fs.Parse([]string{"-help"})
 	if !strings.Contains(stderr.String(), "a number") {
 		t.Errorf("-help printed %q", stderr.String())
+	}
+}
+
+func TestDisturbIsOneLineWithTheSecondsToLeaveOut(t *testing.T) {
+	var out bytes.Buffer
+	rep := NewReport(&out, &Stats{})
+	rep.start = time.Now().Add(-30 * time.Second)
+	rep.Disturb(5 * time.Second)
+	var line map[string]float64
+	if err := json.Unmarshal(out.Bytes(), &line); err != nil {
+		t.Fatalf("%q: %v", out.String(), err)
+	}
+	if len(line) != 2 || line["disturb_s"] != 5 || line["t_s"] < 30 || line["t_s"] > 31 {
+		t.Errorf("line = %q, want t_s about 30 and disturb_s 5 only", out.String())
 	}
 }

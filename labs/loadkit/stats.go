@@ -125,6 +125,7 @@ type Field struct {
 // Report prints a run's lines (the protocol, see the package doc) from its Stats;
 // t_s counts from when it was made.
 type Report struct {
+	mu    sync.Mutex // a disturbance may be announced while the pacer prints progress
 	enc   *json.Encoder
 	stats *Stats
 	start time.Time
@@ -145,6 +146,19 @@ func (r *Report) Progress() {
 	for _, f := range r.stats.fields {
 		line = append(line, Field{f.name, f.read()})
 	}
+	r.write(line)
+}
+
+// Disturb says, just before the program does it, that what it does next disturbs the
+// service for about d (a forced full GC): the harness leaves those seconds out of its
+// fits and fits the stretches before and after with levels of their own.
+func (r *Report) Disturb(d time.Duration) {
+	r.write([]Field{{"t_s", round3(r.Elapsed().Seconds())}, {"disturb_s", round3(d.Seconds())}})
+}
+
+func (r *Report) write(line []Field) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	_ = r.enc.Encode(object(line))
 }
 
@@ -157,6 +171,8 @@ func (r *Report) Final(extra ...Field) error {
 			line = append(line, Field{f.name, f.read()})
 		}
 	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.enc.Encode(object(append(line, extra...)))
 }
 

@@ -88,3 +88,32 @@ def test_a_load_line_with_disturb_s_is_recorded_as_a_span_to_leave_out(no_orphan
     kept = steady_window(held, 0.0, 3.0, disturbed(result.data))
     assert len(kept) < len(steady_window(held, 0.0, 3.0))
     assert not ((kept["t_s"] >= start) & (kept["t_s"] <= end)).any()
+
+
+def test_a_disturbance_that_moves_the_level_for_good_does_not_bend_the_slope() -> None:
+    """Lab 04's forced full GC frees old garbage that young collections would have kept for
+    minutes: the heap after GC of a flat run steps down 0.7 MB at 60 s and stays there
+    (its fixed capture). Fitted with one level, that step reads as a falling heap; marked,
+    the stretch after it gets its own level and the shared slope is flat, for a step
+    series (heap after GC) and a continuous one."""
+    rng = np.random.default_rng(1)
+    t = np.arange(0.0, 90.0, 0.5)
+    gc_at = np.arange(1.0, 90.0, 6.0)  # a young collection every 6 s sets the next level
+    level = 14.5e6 + rng.normal(0, 0.05e6, gc_at.size)
+    level[gc_at > 60.0] -= 0.7e6
+    after_gc = level[np.searchsorted(gc_at, t, side="right") - 1].clip(min=0)
+    continuous = 14.5e6 - 0.7e6 * (t > 60.0) + rng.normal(0, 0.05e6, t.size)
+    marks = [(60.0, "load_disturb_s", 1.0)]
+
+    def fitted(series: str, values: np.ndarray, extra: list[tuple[float, str, float]]) -> Fit:
+        rows = [(x, series, y) for x, y in zip(t, values, strict=True)]
+        frame = pd.DataFrame(rows + extra, columns=["t_s", "series", "value"])
+        ds = Dataset("fixed", frame, {"phases": {"load_s": 90.0}})
+        fit = series_fit(ds, series, 20.0)
+        assert fit is not None
+        return fit
+
+    for series, values in (("after_gc_bytes", after_gc), ("used_bytes", continuous)):
+        bent, marked = fitted(series, values, []), fitted(series, values, marks)
+        assert bent.high < -0.3, (series, bent)  # a flat run read as shrinking
+        assert marked.low <= 0.0 <= marked.high and abs(marked.slope) < 0.2, (series, marked)

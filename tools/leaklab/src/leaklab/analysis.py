@@ -101,6 +101,9 @@ def steady_window(
 # a class histogram): a progress line carrying `"disturb_s": D`, recorded as the series
 # `load_disturb_s` when the line arrives. The D seconds after it are left out of every
 # fit, so that the harness's own actions do not bend a graded slope (issue 40's lab 04).
+# A forced full GC can also move the level for good (it frees old garbage that young
+# collections would have left for minutes): each stretch between disturbances is fitted
+# with its own level and one shared slope (`stretches`).
 DISTURB_SERIES = "load_disturb_s"
 
 
@@ -112,6 +115,15 @@ def disturbed_spans(times: np.ndarray, seconds: np.ndarray) -> tuple[tuple[float
 def disturbed(ds: Dataset) -> tuple[tuple[float, float], ...]:
     marks = ds.series(DISTURB_SERIES)
     return disturbed_spans(marks["t_s"].to_numpy(), marks["value"].to_numpy())
+
+
+def stretches(t_s: np.ndarray, spans: tuple[tuple[float, float], ...]) -> np.ndarray | None:
+    """Which stretch between disturbances each sample is in (0 before the first), or None
+    when nothing disturbed the run (one level, the plain fit)."""
+    if not spans:
+        return None
+    starts = np.sort(np.array([start for start, _ in spans], dtype=float))
+    return np.searchsorted(starts, np.asarray(t_s, dtype=float), side="right")
 
 
 # Bartlett bandwidth as a fixed fraction of the window (fixed-b). Fixed-b theory (Kiefer
@@ -144,31 +156,58 @@ def fit_slope(
     per: float = 1.0,
     level: float = 0.95,
     strict_steps: bool = False,
+    stretch: np.ndarray | None = None,
 ) -> Fit | None:
     """Slope of values/per against minutes with a two-sided CI at `level` (95% unless an
     adaptive run's look asks for more); None if too few points.
 
     A step series is fitted on one point per step (OLS, Student t); any other series by
-    OLS after an AR(1) transform, with a fixed-b Bartlett HAC interval."""
+    OLS after an AR(1) transform, with a fixed-b Bartlett HAC interval. With `stretch`
+    (`stretches`), each stretch has its own level and the slope is the one they share:
+    the fit of the values less their stretch's mean against the times less theirs."""
     if len(t_s) < 8 or np.ptp(t_s) <= 0:
         return None
     minutes = np.asarray(t_s, dtype=float) / 60.0
     y = np.asarray(values, dtype=float) / per
+    group = np.zeros(len(y), dtype=int) if stretch is None else np.asarray(stretch)
     if np.ptp(y) == 0:
         return Fit(0.0, 0.0, 0.0, len(y))
-    if is_step_series(y) and (len(step_points(minutes, y)[1]) >= MIN_STEPS or strict_steps):
-        minutes, y = step_points(minutes, y)
-        if len(y) < MIN_STEPS or np.ptp(minutes) <= 0:
-            return None
-        # Imported here: scipy.stats takes a while to import, and most commands never fit.
-        from scipy import stats  # type: ignore[import-untyped]
+    if is_step_series(y):
+        parts = [step_points(minutes[group == k], y[group == k]) for k in np.unique(group)]
+        if sum(len(py) for _, py in parts) >= MIN_STEPS or strict_steps:
+            minutes = np.concatenate([px for px, _ in parts])
+            y = np.concatenate([py for _, py in parts])
+            group = np.concatenate([np.full(len(py), k) for k, (_, py) in enumerate(parts)])
+            if len(y) < MIN_STEPS or np.ptp(minutes) <= 0:
+                return None
+            minutes, y, levels = _within(minutes, y, group)
+            if len(y) - levels - 1 < 1:
+                return None
+            # Imported here: scipy.stats takes a while to import, and most commands never fit.
+            from scipy import stats  # type: ignore[import-untyped]
 
-        slope, se = _ols_slope(minutes, y)
-        half = float(stats.t.ppf(1 - (1 - level) / 2, len(y) - 2)) * se
-    else:
-        slope, se = _whitened_hac_slope(minutes, y)
-        half = fixed_b_critical(level) * se
+            slope, se = _ols_slope(minutes, y, levels)
+            half = float(stats.t.ppf(1 - (1 - level) / 2, len(y) - levels - 1)) * se
+            return Fit(slope, slope - half, slope + half, len(y))
+    minutes, y, _ = _within(minutes, y, group)
+    slope, se = _whitened_hac_slope(minutes, y)
+    half = fixed_b_critical(level) * se
     return Fit(slope, slope - half, slope + half, len(y))
+
+
+def _within(x: np.ndarray, y: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """x and y less their group's means when there is more than one group (the slope of
+    the result is the slope the groups share, each at its own level), and the number of
+    groups. One group is returned as it is: its fit keeps its own intercept."""
+    names = np.unique(group)
+    if len(names) < 2:
+        return x, y, 1
+    x, y = x.copy(), y.copy()
+    for k in names:
+        inside = group == k
+        x[inside] -= x[inside].mean()
+        y[inside] -= y[inside].mean()
+    return x, y, len(names)
 
 
 @functools.cache
@@ -198,12 +237,13 @@ def _design(x: np.ndarray) -> np.ndarray:
     return np.column_stack([np.ones_like(x), x])
 
 
-def _ols_slope(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
-    """OLS slope and its textbook standard error (errors independent)."""
+def _ols_slope(x: np.ndarray, y: np.ndarray, levels: int = 1) -> tuple[float, float]:
+    """OLS slope and its textbook standard error (errors independent); `levels` intercepts
+    were fitted (`_within`), one degree of freedom each."""
     design = _design(x)
     coef, *_ = np.linalg.lstsq(design, y, rcond=None)
     resid = y - design @ coef
-    s2 = float(resid @ resid) / (len(y) - 2)
+    s2 = float(resid @ resid) / (len(y) - levels - 1)
     return float(coef[1]), math.sqrt(s2 * np.linalg.inv(design.T @ design)[1, 1])
 
 
@@ -238,10 +278,11 @@ def _bartlett_se(design: np.ndarray, resid: np.ndarray, lags: int) -> float:
 
 
 def series_fit(ds: Dataset, series: str, warmup_s: float, level: float = 0.95) -> Fit | None:
-    frame = ds.series(series)
-    window = steady_window(frame, warmup_s, load_seconds(ds), disturbed(ds))
+    frame, spans = ds.series(series), disturbed(ds)
+    window = steady_window(frame, warmup_s, load_seconds(ds), spans)
+    t = window["t_s"].to_numpy()
     return fit_slope(
-        window["t_s"].to_numpy(), window["value"].to_numpy(), scale(series)[0], level=level
+        t, window["value"].to_numpy(), scale(series)[0], level=level, stretch=stretches(t, spans)
     )
 
 

@@ -35,7 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from leaklab.analysis import DISTURB_SERIES, Fit, disturbed_spans, fit_slope, scale, verdict
+from leaklab.analysis import (
+    DISTURB_SERIES,
+    Fit,
+    disturbed_spans,
+    fit_slope,
+    scale,
+    stretches,
+    verdict,
+)
 from leaklab.samplers import Row
 from leaklab.spec import Analysis
 
@@ -128,7 +136,10 @@ def judge(
         inside &= (t_s < start) | (t_s > end)
     per = scale(analysis.verdict_series)[0]
     interim = index < len(looks) - 1  # an interim look waits for 3 events of a step series
-    fit = fit_slope(t_s[inside], values[inside], per, level=look.level, strict_steps=interim)
+    t = t_s[inside]
+    fit = fit_slope(
+        t, values[inside], per, level=look.level, strict_steps=interim, stretch=stretches(t, spans)
+    )
     said = verdict(fit, analysis.grows_above, analysis.flat_below)
     return Decision(index + 1, len(looks), look.at_s, look.level, said, fit)
 

@@ -54,7 +54,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from leaklab import dataset, report, style
-from leaklab.analysis import fit_slope, load_seconds, scale, steady_window, unit_per_min
+from leaklab.analysis import disturbed, load_seconds, scale, series_fit, steady_window, unit_per_min
 from leaklab.errors import LeakLabError
 from leaklab.paths import repo_root
 from leaklab.spec import Lab, load_lab
@@ -281,8 +281,8 @@ def plot_fit(lab: Lab, ds: dataset.Dataset, series: str, path: Path) -> Path:
     factor, unit = scale(series)
     frame = ds.series(series)
     load_s = load_seconds(ds)
-    window = steady_window(frame, lab.analysis.warmup_s, load_s)
-    fit = fit_slope(window["t_s"].to_numpy(), window["value"].to_numpy(), factor)
+    window = steady_window(frame, lab.analysis.warmup_s, load_s, disturbed(ds))
+    fit = series_fit(ds, series, lab.analysis.warmup_s)
     fig, ax = plt.subplots(figsize=(9, 3.6))
     ax.plot(
         frame["t_s"], frame["value"] / factor, color=style.colour(ds.variant), lw=1.2, label=ds.name
