@@ -24,13 +24,21 @@ def head(root: Path) -> str:
     return out.stdout.strip()
 
 
-def capture(root: Path, commit: str, dirty: bool | None, name: str = DATASET) -> None:
+def capture(
+    root: Path,
+    commit: str,
+    dirty: bool | None,
+    name: str = DATASET,
+    versions: dict[str, str] | None = None,
+) -> None:
     """A run summary as the runner writes it (only the provenance fields matter here)."""
     path = root / "datasets" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     fields: dict[str, object] = {"lab": "90-fake", "variant": "broken", "git_commit": commit}
     if dirty is not None:
         fields["git_dirty"] = dirty
+    if versions is not None:
+        fields["versions"] = versions
     path.write_text(json.dumps(fields))
 
 
@@ -65,6 +73,28 @@ def test_a_commit_not_in_history_fails(fake_repo: Path) -> None:
     )
     capture(fake_repo, "unknown", dirty=False)  # captured outside a git clone
     assert "not in HEAD's history" in provenance.check(fake_repo).problems[0]
+
+
+@pytest.mark.parametrize(
+    ("versions", "why"),
+    [
+        ({"go": "go version go1.26.8 linux/amd64"}, "not the pinned go1.27.3"),
+        ({"java": 'openjdk version "17.0.15" 2025-04-15'}, "not the pinned JDK 25"),
+    ],
+)
+def test_a_run_on_another_toolchain_fails(
+    fake_repo: Path, versions: dict[str, str], why: str
+) -> None:
+    """Clean and in history, but measured on a Go or a JDK the course no longer pins."""
+    capture(fake_repo, head(fake_repo), dirty=False, versions=versions)
+    problems = provenance.check(fake_repo).problems
+    assert len(problems) == 1 and DATASET in problems[0] and why in problems[0], problems
+    pinned = {
+        "go": "go version go1.27.3 linux/amd64",
+        "java": 'openjdk version "25.0.3" 2026-04-21 LTS',
+    }
+    capture(fake_repo, head(fake_repo), dirty=False, versions={**pinned, "python": "3.11.7"})
+    assert provenance.check(fake_repo).problems == []
 
 
 def test_a_listed_dataset_warns_and_passes(fake_repo: Path) -> None:

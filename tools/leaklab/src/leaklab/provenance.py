@@ -1,8 +1,9 @@
 """Where each committed dataset came from: a clean tree, at a commit in history.
 
 A run records the commit it was made at and whether the tree had uncommitted changes
-(`git_commit`, `git_dirty`; `leaklab.runner`). A dataset captured from a dirty tree, or
-at a commit that no clone has (amended or rebased away), cannot be reproduced from the
+(`git_commit`, `git_dirty`; `leaklab.runner`), and the toolchains it ran on (`versions`):
+a Go or a JDK other than the pinned ones (`leaklab.toolchains`) is not the course's run.
+A dataset captured from a dirty tree, or at a commit that no clone has (amended or rebased away), cannot be reproduced from the
 repository. Re-capturing waits for the labs to settle, so `datasets/RECAPTURE.toml`
 lists the datasets known not to be clean yet, each with its reason: `leaklab dev check`
 prints those as warnings and fails on any other, and on an entry that names no such
@@ -12,10 +13,13 @@ dataset any more, so the list can only shrink.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from leaklab.toolchains import GO_TOOLCHAIN, JAVA_MAJOR
 
 DATASETS = Path("datasets")
 DEBT = DATASETS / "RECAPTURE.toml"
@@ -28,6 +32,7 @@ class Record:
     path: str
     commit: str
     dirty: bool | None
+    versions: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,11 +52,15 @@ def records(root: Path) -> list[Record]:
             continue
         if isinstance(data, dict) and "git_commit" in data:
             dirty = data.get("git_dirty")
+            versions = data.get("versions")
             found.append(
                 Record(
                     path.relative_to(root / DATASETS).as_posix(),
                     str(data["git_commit"]),
                     dirty if isinstance(dirty, bool) else None,
+                    tuple(sorted((str(k), str(v)) for k, v in versions.items()))
+                    if isinstance(versions, dict)
+                    else (),
                 )
             )
     return found
@@ -65,6 +74,20 @@ def why_unclean(record: Record, history: set[str]) -> str | None:
         return "was captured from a tree with uncommitted changes (git_dirty: true)"
     if record.commit not in history:
         return f"was captured at commit {record.commit[:12]}, which is not in HEAD's history"
+    return off_pin(dict(record.versions))
+
+
+def off_pin(versions: dict[str, str]) -> str | None:
+    """Why a run's recorded toolchains are not the pinned ones, or None when they are
+    (or it records neither a Go nor a JDK)."""
+    go = versions.get("go")
+    if go is not None and GO_TOOLCHAIN not in go.split():
+        return f"was measured on {go!r}, not the pinned {GO_TOOLCHAIN}"
+    java = versions.get("java")
+    if java is not None:
+        major = re.search(r'version "(\d+)', java)
+        if major is None or int(major.group(1)) != JAVA_MAJOR:
+            return f"was measured on {java!r}, not the pinned JDK {JAVA_MAJOR}"
     return None
 
 
