@@ -1,13 +1,15 @@
-"""Where each committed dataset came from: a clean tree, at a commit in history.
+"""Where each committed dataset came from: a clean tree, at a commit in history, on the
+pinned toolchains.
 
 A run records the commit it was made at and whether the tree had uncommitted changes
-(`git_commit`, `git_dirty`; `leaklab.runner`), and the toolchains it ran on (`versions`):
-a Go or a JDK other than the pinned ones (`leaklab.toolchains`) is not the course's run.
-A dataset captured from a dirty tree, or at a commit that no clone has (amended or rebased away), cannot be reproduced from the
-repository. Re-capturing waits for the labs to settle, so `datasets/RECAPTURE.toml`
-lists the datasets known not to be clean yet, each with its reason: `leaklab dev check`
-prints those as warnings and fails on any other, and on an entry that names no such
-dataset any more, so the list can only shrink.
+(`git_commit`, `git_dirty`; `leaklab.runner`), and the toolchains it ran on (`versions`).
+A dataset captured from a dirty tree, or at a commit that no clone has (amended or
+rebased away), cannot be reproduced from the repository; one measured on a Go or a JDK
+other than the pinned ones (`leaklab.toolchains`) is not the course's run. Re-capturing
+waits for the labs to settle, so `datasets/RECAPTURE.toml` lists the datasets known not
+to be clean yet, each with its reason: `leaklab dev check` prints those as warnings and
+fails on any other, and on an entry that names no such dataset any more, so the list can
+only shrink.
 """
 
 from __future__ import annotations
