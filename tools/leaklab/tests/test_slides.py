@@ -176,7 +176,7 @@ def test_a_readme_plot_is_drawn_into_its_labs_img_and_kept_fresh(lab_root: Path)
     readme.write_text(text)
     image = readme.parent / "img" / "compare.png"
     assert slides.check(lab_root) == [
-        "01-go-bulk-abort/README.md: img/compare.png is missing (leaklab slides sync draws it)"
+        "labs/01-go-bulk-abort/README.md: img/compare.png is missing (leaklab slides sync draws it)"
     ]
 
     assert slides.sync(lab_root) == [image]
@@ -187,7 +187,7 @@ def test_a_readme_plot_is_drawn_into_its_labs_img_and_kept_fresh(lab_root: Path)
 
     _recapture(lab_root, "fixed")
     assert slides.check(lab_root) == [
-        "01-go-bulk-abort/README.md: img/compare.png was drawn from an older dataset: "
+        "labs/01-go-bulk-abort/README.md: img/compare.png was drawn from an older dataset: "
         "leaklab slides sync"
     ]
     stray = image.with_name("old.png")

@@ -150,7 +150,7 @@ class Page:
     @property
     def label(self) -> str:
         """How problems name the page: a deck by its file name, a README by its lab."""
-        return f"{self.path.parent.name}/README.md" if self.readme else self.path.name
+        return f"labs/{self.path.parent.name}/README.md" if self.readme else self.path.name
 
     @property
     def link(self) -> str:
