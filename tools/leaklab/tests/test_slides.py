@@ -150,6 +150,21 @@ def test_a_plot_drawn_from_an_older_dataset_is_caught(lab_root: Path) -> None:
     assert slides.check(lab_root) == []
 
 
+def test_a_stamp_ignores_line_endings_and_display_options(lab_root: Path) -> None:
+    arg = "runs 01 series=go_heap_live_bytes runs=broken,fixed"
+    job, _ = slides.plot_job(lab_root, arg)
+    resized, _ = slides.plot_job(lab_root, arg + " img=h:300")
+    assert resized.stamp == job.stamp
+    other, _ = slides.plot_job(lab_root, "runs 01 series=rss_bytes runs=broken,fixed")
+    assert other.stamp != job.stamp
+    # A core.autocrlf checkout turns the JSON's LF line endings into CRLF (the CSVs are
+    # written with CRLF already, and git leaves them so).
+    meta = lab_root / "datasets" / "01-go-bulk-abort" / "fixed.json"
+    assert b"\r" not in meta.read_bytes()
+    meta.write_bytes(meta.read_bytes().replace(b"\n", b"\r\n"))
+    assert slides.plot_job(lab_root, arg)[0].stamp == job.stamp
+
+
 def test_a_plot_without_a_source_stamp_is_caught(lab_root: Path) -> None:
     deck = lab_root / "slides" / "01-x.md"
     marker = "<!-- plot: fit 01 series=go_heap_live_bytes runs=broken img=h:400 -->\n"

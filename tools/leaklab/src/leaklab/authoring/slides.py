@@ -317,7 +317,9 @@ def source_stamp(
                 raise LeakLabError(
                     f"plot: no run named {name} (datasets/{lab.slug}/{name}{suffix})"
                 )
-            data = source.read_bytes()
+            # Line endings as git stores them: a checkout with core.autocrlf (Windows)
+            # holds the same dataset, and its plots are not stale.
+            data = source.read_bytes().replace(b"\r\n", b"\n")
             digest.update(f"{name}{suffix} {len(data)}\n".encode())
             digest.update(data)
     return digest.hexdigest()
