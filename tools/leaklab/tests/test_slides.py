@@ -5,6 +5,7 @@ present). Needs slides/node_modules (scripts/setup-slides); no network at test t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -120,6 +121,98 @@ def test_sync_draws_committed_plots_and_check_finds_them_missing_or_unused(
         "plots/01-fit-broken-rss_bytes.png: no deck uses it (leaklab slides sync removes it)"
     ]
     assert stale in slides.sync(lab_root) and not stale.exists()
+
+
+FIT_IMAGE = "01-fit-broken-go_heap_live_bytes.png"
+
+
+def _recapture(lab_root: Path, run: str) -> None:
+    """Stand-in for a re-capture: the run's provenance JSON gains a field."""
+    source = lab_root / "datasets" / "01-go-bulk-abort" / f"{run}.json"
+    meta = json.loads(source.read_text())
+    meta["recaptured"] = True
+    source.write_text(json.dumps(meta))
+
+
+def test_a_plot_drawn_from_an_older_dataset_is_caught(lab_root: Path) -> None:
+    deck = lab_root / "slides" / "01-x.md"
+    marker = "<!-- plot: fit 01 series=go_heap_live_bytes runs=broken img=h:400 -->\n"
+    deck.write_text(f"# A plot\n\n{marker}<!-- /plot -->\n\n<!-- notes -->\n")
+    slides.sync(lab_root)
+    assert slides.check(lab_root) == []
+
+    _recapture(lab_root, "broken")
+    assert slides.check(lab_root) == [
+        "01-x.md: plots/01-fit-broken-go_heap_live_bytes.png was drawn from an older "
+        "dataset: leaklab slides sync"
+    ]
+    assert slides.sync(lab_root) == [lab_root / "slides" / "plots" / FIT_IMAGE]
+    assert slides.check(lab_root) == []
+
+
+def test_a_stamp_ignores_line_endings_and_display_options(lab_root: Path) -> None:
+    arg = "runs 01 series=go_heap_live_bytes runs=broken,fixed"
+    job, _ = slides.plot_job(lab_root, arg)
+    resized, _ = slides.plot_job(lab_root, arg + " img=h:300")
+    assert resized.stamp == job.stamp
+    other, _ = slides.plot_job(lab_root, "runs 01 series=rss_bytes runs=broken,fixed")
+    assert other.stamp != job.stamp
+    # A core.autocrlf checkout turns the JSON's LF line endings into CRLF (the CSVs are
+    # written with CRLF already, and git leaves them so).
+    meta = lab_root / "datasets" / "01-go-bulk-abort" / "fixed.json"
+    assert b"\r" not in meta.read_bytes()
+    meta.write_bytes(meta.read_bytes().replace(b"\n", b"\r\n"))
+    assert slides.plot_job(lab_root, arg)[0].stamp == job.stamp
+
+
+def test_a_plot_without_a_source_stamp_is_caught(lab_root: Path) -> None:
+    deck = lab_root / "slides" / "01-x.md"
+    marker = "<!-- plot: fit 01 series=go_heap_live_bytes runs=broken img=h:400 -->\n"
+    deck.write_text(f"# A plot\n\n{marker}<!-- /plot -->\n\n<!-- notes -->\n")
+    slides.sync(lab_root)
+    image = lab_root / "slides" / "plots" / FIT_IMAGE
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])
+    fig.savefig(image)  # drawn by hand, as the READMEs' images were
+    plt.close(fig)
+    assert slides.check(lab_root) == [
+        f"01-x.md: plots/{FIT_IMAGE} has no source stamp (leaklab slides sync redraws it)"
+    ]
+
+
+def test_a_readme_plot_is_drawn_into_its_labs_img_and_kept_fresh(lab_root: Path) -> None:
+    readme = lab_root / "labs" / "01-go-bulk-abort" / "README.md"
+    region = (
+        "<!-- plot: runs 01 series=go_heap_live_bytes runs=broken,fixed file=compare.png -->\n"
+        "![the author's alt text](img/compare.png)\n"
+        "<!-- /plot -->\n"
+    )
+    text = f"# Lab 01\n\nMeasured:\n\n{region}\nProse after.\n"
+    readme.write_text(text)
+    image = readme.parent / "img" / "compare.png"
+    assert slides.check(lab_root) == [
+        "labs/01-go-bulk-abort/README.md: img/compare.png is missing (leaklab slides sync draws it)"
+    ]
+
+    assert slides.sync(lab_root) == [image]
+    assert readme.read_text() == text, "the README's text and alt text stay as written"
+    assert slides.read_stamp(image)
+    assert slides.check(lab_root) == []
+    assert slides.sync(lab_root) == [], "a redraw of the same data changes nothing"
+
+    _recapture(lab_root, "fixed")
+    assert slides.check(lab_root) == [
+        "labs/01-go-bulk-abort/README.md: img/compare.png was drawn from an older dataset: "
+        "leaklab slides sync"
+    ]
+    stray = image.with_name("old.png")
+    stray.write_bytes(image.read_bytes())
+    assert slides.check(lab_root)[-1] == (
+        "labs/01-go-bulk-abort/img/old.png: no plot marker in its README draws it "
+        "(leaklab slides sync removes it)"
+    )
+    assert slides.sync(lab_root) == [image, stray] and not stray.exists()
+    assert slides.check(lab_root) == []
 
 
 def test_sync_can_leave_excerpts_alone(lab_root: Path) -> None:

@@ -748,19 +748,22 @@ def notebooks(
             raise typer.Exit(1) from None
 
 
-slides_app = typer.Typer(help="Authors: the decks in slides/, generated from the labs.")
+slides_app = typer.Typer(
+    help="Authors: the decks in slides/ and the labs' README plots, generated from the labs."
+)
 app.add_typer(slides_app, name="slides")
 
 
 @slides_app.command("check")
 def slides_check() -> None:
-    """Generated regions match their sources; every slide has speaker notes."""
+    """Generated regions and plots match their sources; every slide has speaker notes."""
     from leaklab.authoring import slides
 
     problems = slides.check()
     for problem in problems:
         err.print(problem, highlight=False, markup=False)
-    out.print(f"{len(slides.decks())} decks, {len(problems)} problems")
+    pages = f"{len(slides.decks())} decks, {len(slides.readmes())} lab READMEs"
+    out.print(f"{pages}, {len(problems)} problems")
     if problems:
         raise typer.Exit(1)
 
@@ -768,13 +771,15 @@ def slides_check() -> None:
 @slides_app.command("sync")
 def slides_sync(
     decks: Annotated[
-        list[str] | None, typer.Argument(help="deck name prefixes, e.g. 03 (default: all)")
+        list[str] | None,
+        typer.Argument(help="deck or lab name prefixes, e.g. 03 (default: all)"),
     ] = None,
     only: Annotated[
         list[str] | None, typer.Option(help="only regions of this kind (include, table, plot)")
     ] = None,
 ) -> None:
-    """Rewrite the generated regions and redraw slides/plots/ (of the named decks only)."""
+    """Rewrite the generated regions and redraw the plots of the decks and lab READMEs
+    (slides/plots/, labs/NN-slug/img/), or of the named ones only."""
     from leaklab.authoring import slides
 
     for path in slides.sync(kinds=only or slides.KINDS, only=decks or []):

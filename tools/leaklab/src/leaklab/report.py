@@ -369,8 +369,15 @@ def separation(lab: Lab, summaries: list[RunSummary]) -> str | None:
     )
 
 
-def plot(lab: Lab, runs: list[Dataset], path: Path, series: tuple[str, ...] | None = None) -> Path:
-    """One panel per series, one line per run, warm-up shaded, load end marked."""
+def plot(
+    lab: Lab,
+    runs: list[Dataset],
+    path: Path,
+    series: tuple[str, ...] | None = None,
+    metadata: dict[str, str | None] | None = None,
+) -> Path:
+    """One panel per series, one line per run, warm-up shaded, load end marked; `metadata`
+    goes into the PNG's text chunks (the decks' plots record there what they were drawn from)."""
     import matplotlib  # here, not at import: it takes seconds and most commands never plot
 
     matplotlib.use("Agg")  # files only; never needs a display
@@ -403,6 +410,6 @@ def plot(lab: Lab, runs: list[Dataset], path: Path, series: tuple[str, ...] | No
     fig.suptitle(f"{lab.slug}: {lab.title}", fontsize="medium")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, metadata=metadata)
     plt.close(fig)
     return path

@@ -16,22 +16,34 @@ each an opening HTML comment, generated text, and a closing comment:
     ![h:420](plots/....png)         a PNG in slides/plots/, drawn from the committed datasets
     <!-- /plot -->                  by leaklab.report.plot (`runs`) or by `fit` below
 
+A lab's README (`labs/NN-slug/README.md`) draws its images with the same plot markers;
+`file=` names the image in the lab's img/ folder, and the alt text is the author's:
+
+    <!-- plot: runs 02 series=rust_live_bytes,rss_bytes runs=broken,fixed file=steady.png -->
+    ![steady load: broken and fixed](img/steady.png)
+    <!-- /plot -->
+
 Paths are relative to the repository root; an include's lines are shown with tabs as four
 spaces and the common indentation removed, and nothing else changes. Commands:
 
-- `check`: every generated region in every deck equals what its sources give now (an
-  excerpt whose file moved on fails), every plot's image is in slides/plots/, no image
-  there is left unused, and every content slide has speaker notes;
+- `check`: every generated region in every deck and lab README equals what its sources
+  give now (an excerpt whose file moved on fails), every plot's image is in slides/plots/
+  (a README's in its lab's img/) and was drawn from the datasets as they are now, no
+  image there is left unused, and every content slide has speaker notes;
 - `sync`: rewrite the generated regions in place from their sources and redraw every
-  plot into slides/plots/, removing images no deck uses (then review the diff);
+  plot, removing images no deck or README uses (then review the diff);
 - `build [--pdf] [--images]`: expand every deck from its sources into slides/build/, copy
   its images there, and run the Marp CLI (slides/node_modules, `scripts/setup-slides`);
 - `new NN`: start a lab's deck from slides/template-lab.md.
 
-The plot images are committed, so a deck reads on GitHub with its figures, in the look
-every plot of the course shares (leaklab.style). `check` cannot redraw them to compare
-(matplotlib's output is not byte-stable across versions): it checks that each exists at
-the path its marker names; `sync` is what redraws them, after a dataset or a plot changed.
+The plot images are committed, so a deck or README reads on GitHub with its figures, in
+the look every plot of the course shares (leaklab.style). `check` cannot redraw them to
+compare (matplotlib's output is not byte-stable across versions): each PNG carries a
+stamp instead, a text chunk holding a hash of its marker's arguments and of the bytes of
+every run it plots (the .json and the .csv), and `check` fails on an image whose stamp is
+missing or differs from the sources' now. `sync` is what redraws them, after a dataset or
+a plot changed. The READMEs' plots live beside the decks' markers because one re-capture
+changes both: one `leaklab slides sync` then redraws every image of the course.
 
 Markers are HTML comments, which Marp shows as presenter notes: the build removes them.
 """
@@ -39,6 +51,7 @@ Markers are HTML comments, which Marp shows as presenter notes: the build remove
 from __future__ import annotations
 
 import filecmp
+import hashlib
 import os
 import re
 import shutil
@@ -52,6 +65,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from PIL import Image
 
 from leaklab import dataset, report, style
 from leaklab.analysis import disturbed, load_seconds, scale, series_fit, steady_window, unit_per_min
@@ -99,6 +113,10 @@ IMAGE = re.compile(r"(!\[[^\]]*\]\()(?!https?:|/|data:)([^)\s]+)\)")
 # Where the plots live, relative to slides/: committed, so decks render on GitHub. The
 # folder holds only what `sync` draws (an image there that no deck uses is an error).
 IMAGES = "plots"
+# A lab README's plots live in the lab's own folder, which it links as `img/...`.
+LAB_IMAGES = "img"
+# The PNG text chunk that records what a plot was drawn from (see `source_stamp`).
+STAMP = "leaklab-source"
 
 
 @dataclass(frozen=True)
@@ -114,10 +132,30 @@ class Region:
 
 @dataclass(frozen=True)
 class PlotJob:
-    """A PNG a deck needs: its file name in slides/plots/ and how to draw it."""
+    """A PNG a page needs: its file name, how to draw it, and the stamp of its sources."""
 
     name: str
     draw: Callable[[Path], Path]
+    stamp: str = ""
+
+
+@dataclass(frozen=True)
+class Page:
+    """A file with generated regions: a deck, or a lab's README, and its plots' folder."""
+
+    path: Path
+    images: Path
+    readme: bool = False
+
+    @property
+    def label(self) -> str:
+        """How problems name the page: a deck by its file name, a README by its lab."""
+        return f"labs/{self.path.parent.name}/README.md" if self.readme else self.path.name
+
+    @property
+    def link(self) -> str:
+        """The plots' folder as the page's image lines name it."""
+        return LAB_IMAGES if self.readme else IMAGES
 
 
 def slides_dir(root: Path | None = None) -> Path:
@@ -131,6 +169,29 @@ def plots_dir(root: Path | None = None) -> Path:
 def decks(root: Path | None = None) -> list[Path]:
     """The decks, in teaching order: slides/NN-*.md (not the template or the guide)."""
     return sorted(slides_dir(root).glob("[0-9][0-9]-*.md"))
+
+
+def readmes(root: Path | None = None) -> list[Path]:
+    """The labs' READMEs, in lab order: labs/NN-*/README.md."""
+    return sorted((root or repo_root()).glob("labs/[0-9][0-9]-*/README.md"))
+
+
+def page(root: Path, path: Path) -> Page:
+    """A deck's plots go to slides/plots/, a lab README's to the lab's img/."""
+    if path.name == "README.md" and path.parent.parent.name == "labs":
+        return Page(path, path.parent / LAB_IMAGES, readme=True)
+    return Page(path, plots_dir(root))
+
+
+def pages(root: Path, only: Sequence[str] = ()) -> list[Page]:
+    """Every deck and lab README, or those whose deck or lab name starts with one of `only`."""
+    chosen = [*decks(root), *readmes(root)]
+    return [
+        page(root, p)
+        for p in chosen
+        if not only
+        or any((p.parent.name if p.name == "README.md" else p.name).startswith(o) for o in only)
+    ]
 
 
 def regions(text: str) -> list[Region]:
@@ -241,8 +302,42 @@ def _options(arg: str) -> tuple[list[str], dict[str, str]]:
     return words, opts
 
 
-def plot_job(root: Path, arg: str) -> tuple[PlotJob, str]:
-    """What a plot marker draws, and the image line it generates."""
+def source_stamp(
+    kind: str, lab: Lab, series: Sequence[str], folder: Path, names: Sequence[str]
+) -> str:
+    """A hash of what a plot shows: its kind, lab, series and runs, and the bytes of each
+    run's .json and .csv. Display options (img=, file=, alt text) are not in it."""
+    digest = hashlib.sha256(
+        f"{kind} {lab.number} series={','.join(series)} runs={','.join(names)}\n".encode()
+    )
+    for name in names:
+        for suffix in (".json", ".csv"):
+            source = folder / f"{name}{suffix}"
+            if not source.is_file():
+                raise LeakLabError(
+                    f"plot: no run named {name} (datasets/{lab.slug}/{name}{suffix})"
+                )
+            # Line endings as git stores them: a checkout with core.autocrlf (Windows)
+            # holds the same dataset, and its plots are not stale.
+            data = source.read_bytes().replace(b"\r\n", b"\n")
+            digest.update(f"{name}{suffix} {len(data)}\n".encode())
+            digest.update(data)
+    return digest.hexdigest()
+
+
+def read_stamp(path: Path) -> str | None:
+    """The source stamp a plot was drawn with, or None for an image without one."""
+    with Image.open(path) as image:
+        value = image.info.get(STAMP)
+    return value if isinstance(value, str) else None
+
+
+ALT = re.compile(r"!\[(?P<alt>[^\]]*)\]")
+
+
+def plot_job(root: Path, arg: str, on: Page | None = None, body: str = "") -> tuple[PlotJob, str]:
+    """What a plot marker draws, and the image line it generates (on a README, with the
+    alt text its author wrote in `body`)."""
     words, opts = _options(arg)
     if len(words) != 2 or words[0] not in ("runs", "fit"):
         raise LeakLabError(f"plot {arg!r}: expected `runs LAB key=value...` or `fit LAB ...`")
@@ -255,27 +350,40 @@ def plot_job(root: Path, arg: str) -> tuple[PlotJob, str]:
     # Run names may sit in a subfolder of the datasets (burst/burst-40k-broken): the
     # image is one flat file per plot all the same.
     stem = f"{lab.number}-{kind}-{'+'.join(names)}-{'+'.join(series)}"
-    name = re.sub(r"[^A-Za-z0-9_.+-]", "-", stem) + ".png"
+    name = opts.get("file") or re.sub(r"[^A-Za-z0-9_.+-]", "-", stem) + ".png"
+    if not re.fullmatch(r"[A-Za-z0-9_.+-]+\.png", name):
+        raise LeakLabError(f"plot {arg!r}: file= is a PNG's name, without a folder")
+    stamp = source_stamp(kind, lab, series, folder, names)
 
     def draw(path: Path) -> Path:
         runs = [dataset.read(folder / f"{n}.json") for n in names]
         if kind == "runs":
-            return plot_runs(lab, runs, series, path)
-        return plot_fit(lab, runs[0], series[0], path)
+            return plot_runs(lab, runs, series, path, stamp)
+        return plot_fit(lab, runs[0], series[0], path, stamp)
 
-    image = f"![{opts.get('img', '')}]({IMAGES}/{name})\n"
-    return PlotJob(name, draw), image
+    if on is not None and on.readme:
+        alt = m["alt"] if (m := ALT.search(body)) else ""
+    else:
+        alt = opts.get("img", "")
+    image = f"![{alt}]({on.link if on else IMAGES}/{name})\n"
+    return PlotJob(name, draw, stamp), image
+
+
+def _metadata(stamp: str) -> dict[str, str | None]:
+    # No "Software" stamp: a redraw with another matplotlib is then byte-identical
+    # whenever the pixels are, and git sees no change.
+    return {"Software": None, STAMP: stamp}
 
 
 def plot_runs(
-    lab: Lab, runs: Sequence[dataset.Dataset], series: tuple[str, ...], path: Path
+    lab: Lab, runs: Sequence[dataset.Dataset], series: tuple[str, ...], path: Path, stamp: str = ""
 ) -> Path:
     """`leaklab compare`'s figure (leaklab.report.plot), sized for a 16:9 slide."""
-    report.plot(lab, list(runs), path, series)
+    report.plot(lab, list(runs), path, series, _metadata(stamp))
     return path
 
 
-def plot_fit(lab: Lab, ds: dataset.Dataset, series: str, path: Path) -> Path:
+def plot_fit(lab: Lab, ds: dataset.Dataset, series: str, path: Path, stamp: str = "") -> Path:
     """One run's series, its steady window and the fitted slope with its 95% CI, drawn
     with the analysis functions the harness's summary uses."""
     factor, unit = scale(series)
@@ -307,9 +415,7 @@ def plot_fit(lab: Lab, ds: dataset.Dataset, series: str, path: Path) -> Path:
     ax.legend(loc="upper left", fontsize="small")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    # No "Software" stamp: a redraw with another matplotlib is then byte-identical
-    # whenever the pixels are, and git sees no change.
-    fig.savefig(path, dpi=110, metadata={"Software": None})
+    fig.savefig(path, dpi=110, metadata=_metadata(stamp))
     plt.close(fig)
     return path
 
@@ -317,23 +423,25 @@ def plot_fit(lab: Lab, ds: dataset.Dataset, series: str, path: Path) -> Path:
 # ---------------------------------------------------------------- regions
 
 
-def generate(root: Path, region: Region) -> tuple[str, PlotJob | None]:
+def generate(root: Path, region: Region, on: Page | None = None) -> tuple[str, PlotJob | None]:
     """What a region's body should be, from its sources now (and the plot it needs)."""
     if region.kind == "include":
         return excerpt(root, region.arg), None
     if region.kind == "table":
         return summary_table(root, region.arg), None
-    job, image = plot_job(root, region.arg)
+    job, image = plot_job(root, region.arg, on, region.body)
     return image, job
 
 
-def expand(root: Path, text: str, kinds: Sequence[str] = KINDS) -> tuple[str, list[PlotJob]]:
-    """The deck with its regions of the given kinds regenerated (markers kept, other
-    regions as they were), and the plots it needs."""
+def expand(
+    root: Path, text: str, kinds: Sequence[str] = KINDS, on: Page | None = None
+) -> tuple[str, list[PlotJob]]:
+    """The deck (or README) with its regions of the given kinds regenerated (markers kept,
+    other regions as they were), and the plots it needs."""
     out, jobs, pos = [], [], 0
     for region in regions(text):
         if region.kind in kinds:
-            body, job = generate(root, region)
+            body, job = generate(root, region, on)
         else:
             body, job = region.body, None
         out.append(text[pos : region.start])
@@ -373,37 +481,58 @@ def has_notes(page: str) -> bool:
     return False
 
 
+def plot_problem(on: Page, job: PlotJob) -> str | None:
+    """Why a plot's committed image is not what its marker draws now, if it is not."""
+    image = on.images / job.name
+    where = f"{on.label}: {on.link}/{job.name}"
+    if not image.is_file():
+        return f"{where} is missing (leaklab slides sync draws it)"
+    stamp = read_stamp(image)
+    if stamp is None:
+        return f"{where} has no source stamp (leaklab slides sync redraws it)"
+    if stamp != job.stamp:
+        return f"{where} was drawn from an older dataset: leaklab slides sync"
+    return None
+
+
 def check(root: Path | None = None, paths: Sequence[Path] | None = None) -> list[str]:
-    """Problems in the decks: stale or broken generated regions, plots missing from
-    slides/plots/, slides without notes; and, for all decks, plots no deck uses."""
+    """Problems in the decks and lab READMEs: stale or broken generated regions, plots
+    missing or drawn from older datasets, slides without notes; and, for all of them,
+    plots nothing uses."""
     root = root or repo_root()
+    chosen = [page(root, p) for p in paths] if paths is not None else pages(root)
     problems = []
-    for deck in paths or decks(root):
-        text = deck.read_text()
+    for on in chosen:
+        text = on.path.read_text()
         for region in regions(text):
             try:
-                want, job = generate(root, region)
+                want, job = generate(root, region, on)
             except LeakLabError as exc:
-                problems.append(f"{deck.name}: {exc}")
+                problems.append(f"{on.label}: {exc}")
                 continue
             if region.body != want:
                 problems.append(
-                    f"{deck.name}: <!-- {region.kind}: {region.arg} --> no longer matches "
+                    f"{on.label}: <!-- {region.kind}: {region.arg} --> no longer matches "
                     "its source (leaklab slides sync, then review the slide)"
                 )
-            elif job and not (plots_dir(root) / job.name).is_file():
-                problems.append(
-                    f"{deck.name}: {IMAGES}/{job.name} is missing (leaklab slides sync draws it)"
-                )
-        for number, page in enumerate(slides_of(text), start=1):
-            if NOT_CONTENT.search(page) or not page.strip():
+            elif job and (problem := plot_problem(on, job)):
+                problems.append(problem)
+        if on.readme:
+            continue
+        for number, slide in enumerate(slides_of(text), start=1):
+            if NOT_CONTENT.search(slide) or not slide.strip():
                 continue
-            if not has_notes(page):
-                problems.append(f"{deck.name}: slide {number} has no speaker notes")
+            if not has_notes(slide):
+                problems.append(f"{on.label}: slide {number} has no speaker notes")
     if paths is None:
         problems += [
             f"{IMAGES}/{name}: no deck uses it (leaklab slides sync removes it)"
             for name in unused_plots(root)
+        ]
+        problems += [
+            f"{image.relative_to(root)}: no plot marker in its README draws it "
+            "(leaklab slides sync removes it)"
+            for image in unused_lab_images(root)
         ]
     return problems
 
@@ -412,11 +541,18 @@ def plot_jobs(root: Path) -> dict[str, PlotJob]:
     """Every plot the decks use, by file name."""
     jobs: dict[str, PlotJob] = {}
     for deck in decks(root):
-        for region in regions(deck.read_text()):
-            if region.kind == "plot":
-                job, _ = plot_job(root, region.arg)
-                jobs[job.name] = job
+        for job in page_jobs(root, page(root, deck)):
+            jobs[job.name] = job
     return jobs
+
+
+def page_jobs(root: Path, on: Page) -> list[PlotJob]:
+    """The plots one page draws."""
+    return [
+        plot_job(root, region.arg, on, region.body)[0]
+        for region in regions(on.path.read_text())
+        if region.kind == "plot"
+    ]
 
 
 def unused_plots(root: Path) -> list[str]:
@@ -425,9 +561,22 @@ def unused_plots(root: Path) -> list[str]:
     return sorted(p.name for p in folder.glob("*") if p.is_file() and p.name not in used)
 
 
-def draw(root: Path, jobs: Sequence[PlotJob]) -> list[Path]:
-    """Draw each plot into slides/plots/; return those whose bytes changed."""
-    folder = plots_dir(root)
+def unused_lab_images(root: Path) -> list[Path]:
+    """Images in a lab's img/ that no plot marker of its README draws: the folder holds
+    only what `sync` draws, so each image there is redrawn when its datasets change."""
+    unused = []
+    for folder in sorted(root.glob(f"labs/[0-9][0-9]-*/{LAB_IMAGES}")):
+        readme = folder.parent / "README.md"
+        used = (
+            {job.name for job in page_jobs(root, page(root, readme))} if readme.is_file() else set()
+        )
+        unused += [p for p in sorted(folder.glob("*")) if p.is_file() and p.name not in used]
+    return unused
+
+
+def draw(root: Path, jobs: Sequence[PlotJob], folder: Path | None = None) -> list[Path]:
+    """Draw each plot into `folder` (slides/plots/); return those whose bytes changed."""
+    folder = folder or plots_dir(root)
     folder.mkdir(parents=True, exist_ok=True)
     changed = []
     for job in jobs:
@@ -447,25 +596,28 @@ def draw(root: Path, jobs: Sequence[PlotJob]) -> list[Path]:
 def sync(
     root: Path | None = None, kinds: Sequence[str] = KINDS, only: Sequence[str] = ()
 ) -> list[Path]:
-    """Rewrite the generated regions (of the given kinds) of every deck, or of those whose
-    name starts with one of `only`, from their sources; redraw their plots into
-    slides/plots/; with every deck, also remove the plots no deck uses. Return what changed."""
+    """Rewrite the generated regions (of the given kinds) of every deck and lab README,
+    or of those whose deck or lab name starts with one of `only`, from their sources;
+    redraw their plots; with every page, also remove the plots nothing uses. Return what
+    changed."""
     root = root or repo_root()
-    chosen = [d for d in decks(root) if not only or any(d.name.startswith(o) for o in only)]
     changed = []
-    for deck in chosen:
-        text = deck.read_text()
-        new, jobs = expand(root, text, kinds)
+    for on in pages(root, only):
+        text = on.path.read_text()
+        new, jobs = expand(root, text, kinds, on)
         if new != text:
-            deck.write_text(new)
-            changed.append(deck)
-        if "plot" in kinds and only:
-            changed += draw(root, jobs)
+            on.path.write_text(new)
+            changed.append(on.path)
+        if "plot" in kinds and (only or on.readme):
+            changed += draw(root, jobs, on.images)
     if "plot" in kinds and not only:
         changed += draw(root, list(plot_jobs(root).values()))
         for name in unused_plots(root):
             (plots_dir(root) / name).unlink()
             changed.append(plots_dir(root) / name)
+        for image in unused_lab_images(root):
+            image.unlink()
+            changed.append(image)
     return changed
 
 
