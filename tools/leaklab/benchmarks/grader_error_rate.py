@@ -12,9 +12,10 @@ time (build from cache, unit tests, start-up, load).
     make bench-grader LAB=03 N=10
     .venv/bin/python tools/leaklab/benchmarks/grader_error_rate.py 03 --rounds 10
 
-`--case NAME` grades one of the lab's grading cases instead (tests/grading/<lab>/pass or
-fail/NAME.patch: a different valid fix, or a wrong one), where a wrong verdict is the
-opposite of its folder's: how often is a learner's own valid fix failed?
+`--case NAME` grades one of the lab's grading cases instead (tests/grading/<lab>/pass,
+fail or measured-once/NAME.patch: a different valid fix, or a wrong one), where a wrong
+verdict is the opposite of what the case declares: how often is a learner's own valid fix
+failed?
 
 Writes .leaklab/reports/grader-<lab>.json. A benchmark, not a test: it takes
 N x (two grades) of machine time, and its figures belong in the lab's README.
@@ -28,6 +29,7 @@ import fcntl
 import json
 import statistics
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,7 +50,12 @@ def grading_case(lab: Lab, name: str) -> tuple[str, bool]:
         patch = GRADING / lab.slug / folder / f"{name}.patch"
         if patch.is_file():
             return f"{PATCH_PREFIX}{patch}", should_pass
-    raise SystemExit(f"no grading case {name!r} in {GRADING / lab.slug}/pass or fail")
+    once = GRADING / lab.slug / "measured-once" / f"{name}.patch"
+    if once.is_file():  # a wrong case declares the stage it fails at; a valid one does not
+        meta = tomllib.loads(once.with_suffix(".toml").read_text())
+        return f"{PATCH_PREFIX}{once}", "stage" not in meta
+    where = f"{GRADING / lab.slug}/pass, fail or measured-once"
+    raise SystemExit(f"no grading case {name!r} in {where}")
 
 
 def upper_bound(wrong: int, n: int, confidence: float = 0.95) -> float:
