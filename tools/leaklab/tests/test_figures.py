@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from leaklab import figures
+from leaklab import analysis, dataset, figures
 from leaklab.errors import LeakLabError
-from leaklab.figures_sources import evaluate, render, significant
+from leaklab.figures_sources import Sources, evaluate, render, significant
 from leaklab.paths import repo_root
 
 ROOT = repo_root()
@@ -176,3 +176,30 @@ def test_a_quote_may_not_type_its_own_figures() -> None:
     assert figures.typed_figures("{slope:3sig} [{low:3sig}, {high:3sig}] MB/min") == []
     assert figures.typed_figures("against {median:.1f}, goroutines 549 against") == ["549"]
     assert figures.typed_figures("p99 {p99:.1f} s at `flush.go:37`") == []
+
+
+def test_a_fit_until_a_time_uses_only_the_window_up_to_then() -> None:
+    # `until_s` replays an earlier look on a committed run: the steady window closes
+    # there, so the fit has only the samples from the warm-up to until_s.
+    sources = Sources(ROOT, LAB)
+    ds = dataset.read(ROOT / "datasets" / LAB / "broken.json")
+    warmup = sources.lab.analysis.warmup_s
+    until = warmup + 20.0
+    full = sources.compute({"from": "fit", "run": "broken", "series": "go_heap_live_bytes"})
+    early = sources.compute(
+        {"from": "fit", "run": "broken", "series": "go_heap_live_bytes", "until_s": until}
+    )
+    series = ds.series("go_heap_live_bytes")
+    window = series[(series["t_s"] >= warmup) & (series["t_s"] <= until)]
+    by_hand = analysis.fit_slope(
+        window["t_s"].to_numpy(),
+        window["value"].to_numpy(),
+        analysis.scale("go_heap_live_bytes")[0],
+    )
+    assert by_hand is not None
+    assert (early["slope"], early["low"], early["high"]) == (
+        by_hand.slope,
+        by_hand.low,
+        by_hand.high,
+    )
+    assert early["slope"] != full["slope"]

@@ -7,7 +7,8 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
 
 - `fit`: a run's slope over the steady window, as `leaklab compare` fits it (the
   harness's `analysis.series_fit`): `slope`, `low`, `high`, `half` (half the interval's
-  width), `n`, in MB/min for a byte series.
+  width), `n`, in MB/min for a byte series. Given `until_s`, the window ends there
+  instead: the fit an earlier look would have made, replayed on the committed run.
 - `run`: a run's summary (`report.summarise`): `peak_rss_mb`, `throughput`, `verdict`,
   every key of the load program's result (`sent`, `ok`, `aborted`, `p50_ms` ...), the
   run's load parameters as `param_<key>` (durations also as `param_<key>_n`), its phases
@@ -36,6 +37,7 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
 from __future__ import annotations
 
 import ast
+import dataclasses
 import json
 import math
 import operator
@@ -99,14 +101,24 @@ class Sources:
             fields[name] = evaluate(expr, fields)
         return fields
 
-    def _fit_of(self, run: str, series: str) -> analysis.Fit:
-        fit = analysis.series_fit(self.run(run), series, self.lab.analysis.warmup_s)
+    def _fit_of(self, run: str, series: str, until_s: float | None = None) -> analysis.Fit:
+        ds = self.run(run)
+        if until_s is not None:
+            # The run as it stood at until_s: its samples up to then, and its load
+            # "ended" there, so that the steady window closes at until_s.
+            phases = {**ds.meta.get("phases", {})}
+            phases["load_s"] = min(analysis.load_seconds(ds), until_s)
+            ds = dataclasses.replace(
+                ds, frame=ds.frame[ds.frame["t_s"] <= until_s], meta={**ds.meta, "phases": phases}
+            )
+        fit = analysis.series_fit(ds, series, self.lab.analysis.warmup_s)
         if fit is None:
             raise LeakLabError(f"too few samples to fit {series}")
         return fit
 
     def _fit(self, source: dict[str, Any]) -> dict[str, Any]:
-        fit = self._fit_of(source["run"], source["series"])
+        until = source.get("until_s")
+        fit = self._fit_of(source["run"], source["series"], None if until is None else float(until))
         return {**fit.__dict__, "half": (fit.high - fit.low) / 2}
 
     def _run(self, source: dict[str, Any]) -> dict[str, Any]:
