@@ -20,7 +20,7 @@ from leaklab.paths import repo_root
 ROOT = repo_root()
 LAB = "01-go-bulk-abort"
 README = f"labs/{LAB}/README.md"
-QUOTE = "86.0 [79.3, 92.7]"  # broken's live heap slope, as lab 01's README quotes it
+QUOTE = "96.3 [92.1, 100]"  # broken's live heap slope, as lab 01's README quotes it
 
 
 def test_every_quoted_figure_is_what_its_source_gives() -> None:
@@ -33,9 +33,11 @@ def test_lab_01_declares_its_headline_figures() -> None:
     declared = {f.text for ff in figures.figures_files(ROOT) for f in ff.figures}
     headline = (
         QUOTE,
-        "-0.04 [-1.04, 0.95]",
-        "89.7 [83.8, 95.6]",
-        "broken has 298, 290 of them parked",
+        "-0.05 [-1.37, 1.27]",
+        "70.3 [63.5, 77.0]",
+        "broken has 313,",
+        "305 of them parked",
+        "from a leak of about 6.3 MB/min",
     )
     assert set(headline) <= declared
 
@@ -203,3 +205,21 @@ def test_a_fit_until_a_time_uses_only_the_window_up_to_then() -> None:
         by_hand.high,
     )
     assert early["slope"] != full["slope"]
+
+
+def test_combine_takes_each_part_under_its_prefix_and_no_nested_combine() -> None:
+    # Arithmetic across sources (the detection limit: lab.toml's threshold plus the
+    # fixed run's half-interval), on lab 01's committed datasets.
+    values = Sources(ROOT, LAB)
+    fit = {"from": "fit", "run": "fixed", "series": "go_heap_live_bytes"}
+    lab = {"from": "lab", "key": "analysis"}
+    both = values.compute(
+        {"from": "combine", "parts": {"f": fit, "a": lab}, "expr": {"g": "a_grows_above + f_half"}}
+    )
+    half, grows_above = values.compute(fit)["half"], values.compute(lab)["grows_above"]
+    assert both["f_half"] == half
+    assert both["a_grows_above"] == grows_above
+    assert both["g"] == pytest.approx(grows_above + half)
+    nested = {"from": "combine", "parts": {"f": fit}}
+    with pytest.raises(LeakLabError, match="may not be a combine"):
+        values.compute({"from": "combine", "parts": {"n": nested}})

@@ -30,6 +30,9 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
 - `json`: a key (dotted path) of a recorded JSON file (`file` from the repository root).
 - `lab`: a key (dotted path) of the lab's `lab.toml`, a constant of the course; a table's
   keys become fields, a duration such as "200ms" also as its number (`backend_latency_n`).
+- `combine`: arithmetic across sources (two runs, a run and `lab.toml`): `parts`, a table
+  of named sources (any kind but `combine`, each with its own `expr`), whose fields come
+  prefixed by the part's name (`parts = { s = { from = "fit", ... } }` gives `s_slope`).
 
 `expr` is one expression (giving `value`) or a table of them (each giving its name).
 """
@@ -186,6 +189,16 @@ class Sources:
     def _ratio(self, source: dict[str, Any]) -> dict[str, Any]:
         first, second = (self._fit_of(r, source["series"]) for r in source["runs"])
         return {"value": analysis.ratio(first, second)}
+
+    def _combine(self, source: dict[str, Any]) -> dict[str, Any]:
+        # One source per part, so that a figure such as memory per waiter (a storm's
+        # median less the standard load's, over a count) is recomputed like any other.
+        out: dict[str, Any] = {}
+        for prefix, part in source["parts"].items():
+            if part.get("from") == "combine":
+                raise LeakLabError(f"part {prefix!r} of a combine may not be a combine")
+            out.update({f"{prefix}_{k}": v for k, v in self.compute(part).items()})
+        return out
 
     def _file(self, name: str) -> Path:
         path = self.root / name
