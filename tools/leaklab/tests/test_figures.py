@@ -223,3 +223,18 @@ def test_combine_takes_each_part_under_its_prefix_and_no_nested_combine() -> Non
     nested = {"from": "combine", "parts": {"f": fit}}
     with pytest.raises(LeakLabError, match="may not be a combine"):
         values.compute({"from": "combine", "parts": {"n": nested}})
+
+
+def test_a_json_key_indexes_lists_and_an_object_gives_its_keys(tmp_path: Path) -> None:
+    # measure.py's datasets keep windows and results as lists: `windows.1.p50_ms`.
+    (tmp_path / "rec.json").write_text(
+        '{"windows": [{"p50_ms": 1.5}, {"p50_ms": 26.782, "p99_ms": 50.697}]}'
+    )
+    values = Sources(tmp_path, None)
+    one = values.compute({"from": "json", "file": "rec.json", "key": "windows.1.p50_ms"})
+    assert one["value"] == 26.782
+    last = values.compute({"from": "json", "file": "rec.json", "key": "windows.-1"})
+    assert (last["p50_ms"], last["p99_ms"]) == (26.782, 50.697)
+    for bad in ("windows.2.p50_ms", "windows.x", "windows.1.p50_ms.0"):
+        with pytest.raises(LeakLabError, match="no key"):
+            values.compute({"from": "json", "file": "rec.json", "key": bad})

@@ -27,7 +27,8 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
 - `match`: a recorded file (a snapshot, a benchmark's output; `file` from the
   repository root), a regex: its first match's groups as numbers `g1`, `g2` ... (or by
   name), and `count`, the number of matches.
-- `json`: a key (dotted path) of a recorded JSON file (`file` from the repository root).
+- `json`: a key (dotted path; a number indexes a list) of a recorded JSON file (`file`
+  from the repository root): `value`, or an object's keys as fields.
 - `lab`: a key (dotted path) of the lab's `lab.toml`, a constant of the course; a table's
   keys become fields, a duration such as "200ms" also as its number (`backend_latency_n`).
 - `combine`: arithmetic across sources (two runs, a run and `lab.toml`): `parts`, a table
@@ -219,7 +220,9 @@ class Sources:
 
     def _json(self, source: dict[str, Any]) -> dict[str, Any]:
         doc = json.loads(self._file(source["file"]).read_text())
-        return {"value": _dig(doc, source["key"])}
+        value = _dig(doc, source["key"])
+        # An object's keys become fields, so one window gives its p50 and p99 together.
+        return dict(value) if isinstance(value, dict) else {"value": value}
 
     def _lab(self, source: dict[str, Any]) -> dict[str, Any]:
         doc = tomllib.loads((self.root / "labs" / str(self.slug) / "lab.toml").read_text())
@@ -244,9 +247,17 @@ def _with_durations(params: dict[str, Any]) -> dict[str, Any]:
 
 def _dig(doc: Any, key: str) -> Any:
     for part in key.split("."):
-        if not isinstance(doc, dict) or part not in doc:
+        # A number indexes a list (`windows.1.p50_ms`: a recorded run's second window),
+        # because measure.py's datasets keep their windows and results as lists.
+        if isinstance(doc, list) and re.fullmatch(r"-?\d+", part):
+            index = int(part)
+            if not -len(doc) <= index < len(doc):
+                raise LeakLabError(f"no key {key!r}")
+            doc = doc[index]
+        elif isinstance(doc, dict) and part in doc:
+            doc = doc[part]
+        else:
             raise LeakLabError(f"no key {key!r}")
-        doc = doc[part]
     return doc
 
 
