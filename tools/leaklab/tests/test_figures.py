@@ -223,3 +223,24 @@ def test_combine_takes_each_part_under_its_prefix_and_no_nested_combine() -> Non
     nested = {"from": "combine", "parts": {"f": fit}}
     with pytest.raises(LeakLabError, match="may not be a combine"):
         values.compute({"from": "combine", "parts": {"n": nested}})
+
+
+def test_a_fit_at_a_look_uses_its_time_and_its_level() -> None:
+    # `look = k` is the fit the adaptive grade's k-th look makes: the window up to that
+    # look's time, the interval at that look's level (wider than 95%).
+    from leaklab import sequential
+
+    sources = Sources(ROOT, LAB)
+    a = sources.lab.analysis
+    first = sequential.plan(a.warmup_s, float(sources.lab.load.params["duration"]), a.look_every_s)[
+        0
+    ]
+    at_look = sources.compute(
+        {"from": "fit", "run": "broken", "series": "go_heap_live_bytes", "look": 1}
+    )
+    until = sources.compute(
+        {"from": "fit", "run": "broken", "series": "go_heap_live_bytes", "until_s": first.at_s}
+    )
+    assert first.level > 0.95
+    assert at_look["slope"] == until["slope"]
+    assert at_look["high"] - at_look["low"] > until["high"] - until["low"]

@@ -9,6 +9,8 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
   harness's `analysis.series_fit`): `slope`, `low`, `high`, `half` (half the interval's
   width), `n`, in MB/min for a byte series. Given `until_s`, the window ends there
   instead: the fit an earlier look would have made, replayed on the committed run.
+  Given `look` (k, from 1), the fit the adaptive grade's k-th look makes: its window
+  ends at that look's time and its interval is at that look's level (see `looks`).
 - `run`: a run's summary (`report.summarise`): `peak_rss_mb`, `throughput`, `verdict`,
   every key of the load program's result (`sent`, `ok`, `aborted`, `p50_ms` ...), the
   run's load parameters as `param_<key>` (durations also as `param_<key>_n`), its phases
@@ -49,11 +51,14 @@ import string
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from leaklab import analysis, dataset, report
 from leaklab.errors import LeakLabError
 from leaklab.spec import Lab, load_lab
+
+if TYPE_CHECKING:
+    from leaklab.sequential import Look
 
 STATS: dict[str, Callable[[Any], float]] = {
     "median": lambda v: float(v.median()),
@@ -104,7 +109,9 @@ class Sources:
             fields[name] = evaluate(expr, fields)
         return fields
 
-    def _fit_of(self, run: str, series: str, until_s: float | None = None) -> analysis.Fit:
+    def _fit_of(
+        self, run: str, series: str, until_s: float | None = None, level: float = 0.95
+    ) -> analysis.Fit:
         ds = self.run(run)
         if until_s is not None:
             # The run as it stood at until_s: its samples up to then, and its load
@@ -114,14 +121,22 @@ class Sources:
             ds = dataclasses.replace(
                 ds, frame=ds.frame[ds.frame["t_s"] <= until_s], meta={**ds.meta, "phases": phases}
             )
-        fit = analysis.series_fit(ds, series, self.lab.analysis.warmup_s)
+        fit = analysis.series_fit(ds, series, self.lab.analysis.warmup_s, level)
         if fit is None:
             raise LeakLabError(f"too few samples to fit {series}")
         return fit
 
     def _fit(self, source: dict[str, Any]) -> dict[str, Any]:
         until = source.get("until_s")
-        fit = self._fit_of(source["run"], source["series"], None if until is None else float(until))
+        level = 0.95
+        if "look" in source:
+            # A grade's look is narrower in time and wider in confidence than the
+            # 95% fit: the prose that quotes "decided at the first look" quotes this.
+            look = self._plan()[int(source["look"]) - 1]
+            until, level = look.at_s, look.level
+        fit = self._fit_of(
+            source["run"], source["series"], None if until is None else float(until), level
+        )
         return {**fit.__dict__, "half": (fit.high - fit.low) / 2}
 
     def _run(self, source: dict[str, Any]) -> dict[str, Any]:
@@ -173,12 +188,16 @@ class Sources:
             out["first_above_s"] = float(over["t_s"].iloc[0]) if len(over) else None
         return out
 
-    def _looks(self, source: dict[str, Any]) -> dict[str, Any]:
+    def _plan(self) -> list[Look]:
         from leaklab import sequential
 
         a = self.lab.analysis
         duration = float(self.lab.load.params["duration"])
-        looks = sequential.plan(a.warmup_s, duration, a.look_every_s)
+        return list(sequential.plan(a.warmup_s, duration, a.look_every_s))
+
+    def _looks(self, source: dict[str, Any]) -> dict[str, Any]:
+        a = self.lab.analysis
+        looks = self._plan()
         out: dict[str, Any] = {"count": len(looks), "every_s": a.look_every_s}
         for k, look in enumerate(looks, start=1):
             out[f"at_{k}"] = look.at_s
