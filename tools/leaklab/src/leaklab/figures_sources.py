@@ -30,6 +30,10 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
   repository root), a regex: its first match's groups as numbers `g1`, `g2` ... (or by
   name), and `count`, the number of matches.
 - `json`: a key (dotted path) of a recorded JSON file (`file` from the repository root).
+- `records`: a list of records in a recorded JSON file (`file`, `key` its dotted path,
+  `where` a table of field = value the records must have): `count`, and for every
+  numeric field `mean_<f>`, `median_<f>`, `min_<f>`, `max_<f>`, `sum_<f>` (a process
+  table saved by a load: the mean channel process's memory plus binaries).
 - `lab`: a key (dotted path) of the lab's `lab.toml`, a constant of the course; a table's
   keys become fields, a duration such as "200ms" also as its number (`backend_latency_n`).
 - `combine`: arithmetic across sources (two runs, a run and `lab.toml`): `parts`, a table
@@ -47,6 +51,7 @@ import json
 import math
 import operator
 import re
+import statistics
 import string
 import tomllib
 from collections.abc import Callable
@@ -239,6 +244,31 @@ class Sources:
     def _json(self, source: dict[str, Any]) -> dict[str, Any]:
         doc = json.loads(self._file(source["file"]).read_text())
         return {"value": _dig(doc, source["key"])}
+
+    def _records(self, source: dict[str, Any]) -> dict[str, Any]:
+        doc = json.loads(self._file(source["file"]).read_text())
+        rows = _dig(doc, source["key"])
+        if not isinstance(rows, list):
+            raise LeakLabError(f"{source['key']!r} of {source['file']} is not a list")
+        where = source.get("where", {})
+        picked = [
+            r for r in rows if isinstance(r, dict) and all(r.get(k) == v for k, v in where.items())
+        ]
+        if not picked:
+            raise LeakLabError(f"no record of {source['file']} has {where}")
+        out: dict[str, Any] = {"count": len(picked)}
+        for name in picked[0]:
+            values = [r.get(name) for r in picked]
+            # Only the fields every picked record holds as a number (bool is not one).
+            nums = [
+                float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)
+            ]
+            if len(nums) == len(values):
+                out[f"mean_{name}"] = statistics.fmean(nums)
+                out[f"median_{name}"] = statistics.median(nums)
+                out[f"min_{name}"], out[f"max_{name}"] = min(nums), max(nums)
+                out[f"sum_{name}"] = math.fsum(nums)
+        return out
 
     def _lab(self, source: dict[str, Any]) -> dict[str, Any]:
         doc = tomllib.loads((self.root / "labs" / str(self.slug) / "lab.toml").read_text())
