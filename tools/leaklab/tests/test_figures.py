@@ -223,3 +223,61 @@ def test_combine_takes_each_part_under_its_prefix_and_no_nested_combine() -> Non
     nested = {"from": "combine", "parts": {"f": fit}}
     with pytest.raises(LeakLabError, match="may not be a combine"):
         values.compute({"from": "combine", "parts": {"n": nested}})
+
+
+def test_a_json_key_indexes_lists_and_an_object_gives_its_keys(tmp_path: Path) -> None:
+    # measure.py's datasets keep windows and results as lists: `windows.1.p50_ms`.
+    (tmp_path / "rec.json").write_text(
+        '{"windows": [{"p50_ms": 1.5}, {"p50_ms": 26.782, "p99_ms": 50.697}]}'
+    )
+    values = Sources(tmp_path, None)
+    one = values.compute({"from": "json", "file": "rec.json", "key": "windows.1.p50_ms"})
+    assert one["value"] == 26.782
+    last = values.compute({"from": "json", "file": "rec.json", "key": "windows.-1"})
+    assert (last["p50_ms"], last["p99_ms"]) == (26.782, 50.697)
+    for bad in ("windows.2.p50_ms", "windows.x", "windows.1.p50_ms.0"):
+        with pytest.raises(LeakLabError, match="no key"):
+            values.compute({"from": "json", "file": "rec.json", "key": bad})
+
+
+def test_a_fit_at_a_look_uses_its_time_and_its_level() -> None:
+    # `look = k` is the fit the adaptive grade's k-th look makes: the window up to that
+    # look's time, the interval at that look's level (wider than 95%).
+    from leaklab import sequential
+
+    sources = Sources(ROOT, LAB)
+    a = sources.lab.analysis
+    first = sequential.plan(a.warmup_s, float(sources.lab.load.params["duration"]), a.look_every_s)[
+        0
+    ]
+    at_look = sources.compute(
+        {"from": "fit", "run": "broken", "series": "go_heap_live_bytes", "look": 1}
+    )
+    until = sources.compute(
+        {"from": "fit", "run": "broken", "series": "go_heap_live_bytes", "until_s": first.at_s}
+    )
+    assert first.level > 0.95
+    assert at_look["slope"] == until["slope"]
+    assert at_look["high"] - at_look["low"] > until["high"] - until["low"]
+
+
+def test_records_summarise_the_picked_records_of_a_recorded_table() -> None:
+    # A process table saved by lab 03's load: the mean channel process (own memory plus
+    # the binaries it references), computed by hand beside the source's fields.
+    import json
+
+    rel = "datasets/03-elixir-refc-binaries/broken/processes-loaded.json"
+    rows = json.loads((ROOT / rel).read_text())["processes"]
+    channels = [r for r in rows if r.get("kind") == "channel"]
+    sources = Sources(ROOT, "03-elixir-refc-binaries")
+    got = sources.compute(
+        {"from": "records", "file": rel, "key": "processes", "where": {"kind": "channel"}}
+    )
+    assert got["count"] == len(channels) < len(rows)
+    by_hand = sum(r["memory_bytes"] + r["binary_bytes"] for r in channels) / len(channels)
+    assert got["mean_memory_bytes"] + got["mean_binary_bytes"] == pytest.approx(by_hand)
+    assert "mean_name" not in got
+    with pytest.raises(LeakLabError, match="no record"):
+        sources.compute(
+            {"from": "records", "file": rel, "key": "processes", "where": {"kind": "nobody"}}
+        )

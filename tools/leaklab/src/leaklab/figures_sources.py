@@ -9,6 +9,8 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
   harness's `analysis.series_fit`): `slope`, `low`, `high`, `half` (half the interval's
   width), `n`, in MB/min for a byte series. Given `until_s`, the window ends there
   instead: the fit an earlier look would have made, replayed on the committed run.
+  Given `look` (k, from 1), the fit the adaptive grade's k-th look makes: its window
+  ends at that look's time and its interval is at that look's level (see `looks`).
 - `run`: a run's summary (`report.summarise`): `peak_rss_mb`, `throughput`, `verdict`,
   every key of the load program's result (`sent`, `ok`, `aborted`, `p50_ms` ...), the
   run's load parameters as `param_<key>` (durations also as `param_<key>_n`), its phases
@@ -27,7 +29,12 @@ into the text the prose must quote. An optional `expr` (arithmetic over the fiel
 - `match`: a recorded file (a snapshot, a benchmark's output; `file` from the
   repository root), a regex: its first match's groups as numbers `g1`, `g2` ... (or by
   name), and `count`, the number of matches.
-- `json`: a key (dotted path) of a recorded JSON file (`file` from the repository root).
+- `json`: a key (dotted path; a number indexes a list) of a recorded JSON file (`file`
+  from the repository root): `value`, or an object's keys as fields.
+- `records`: a list of records in a recorded JSON file (`file`, `key` its dotted path,
+  `where` a table of field = value the records must have): `count`, and for every
+  numeric field `mean_<f>`, `median_<f>`, `min_<f>`, `max_<f>`, `sum_<f>` (a process
+  table saved by a load: the mean channel process's memory plus binaries).
 - `lab`: a key (dotted path) of the lab's `lab.toml`, a constant of the course; a table's
   keys become fields, a duration such as "200ms" also as its number (`backend_latency_n`).
 - `combine`: arithmetic across sources (two runs, a run and `lab.toml`): `parts`, a table
@@ -45,15 +52,19 @@ import json
 import math
 import operator
 import re
+import statistics
 import string
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from leaklab import analysis, dataset, report
 from leaklab.errors import LeakLabError
 from leaklab.spec import Lab, load_lab
+
+if TYPE_CHECKING:
+    from leaklab.sequential import Look
 
 STATS: dict[str, Callable[[Any], float]] = {
     "median": lambda v: float(v.median()),
@@ -104,7 +115,9 @@ class Sources:
             fields[name] = evaluate(expr, fields)
         return fields
 
-    def _fit_of(self, run: str, series: str, until_s: float | None = None) -> analysis.Fit:
+    def _fit_of(
+        self, run: str, series: str, until_s: float | None = None, level: float = 0.95
+    ) -> analysis.Fit:
         ds = self.run(run)
         if until_s is not None:
             # The run as it stood at until_s: its samples up to then, and its load
@@ -114,14 +127,22 @@ class Sources:
             ds = dataclasses.replace(
                 ds, frame=ds.frame[ds.frame["t_s"] <= until_s], meta={**ds.meta, "phases": phases}
             )
-        fit = analysis.series_fit(ds, series, self.lab.analysis.warmup_s)
+        fit = analysis.series_fit(ds, series, self.lab.analysis.warmup_s, level)
         if fit is None:
             raise LeakLabError(f"too few samples to fit {series}")
         return fit
 
     def _fit(self, source: dict[str, Any]) -> dict[str, Any]:
         until = source.get("until_s")
-        fit = self._fit_of(source["run"], source["series"], None if until is None else float(until))
+        level = 0.95
+        if "look" in source:
+            # A grade's look is narrower in time and wider in confidence than the
+            # 95% fit: the prose that quotes "decided at the first look" quotes this.
+            look = self._plan()[int(source["look"]) - 1]
+            until, level = look.at_s, look.level
+        fit = self._fit_of(
+            source["run"], source["series"], None if until is None else float(until), level
+        )
         return {**fit.__dict__, "half": (fit.high - fit.low) / 2}
 
     def _run(self, source: dict[str, Any]) -> dict[str, Any]:
@@ -173,12 +194,16 @@ class Sources:
             out["first_above_s"] = float(over["t_s"].iloc[0]) if len(over) else None
         return out
 
-    def _looks(self, source: dict[str, Any]) -> dict[str, Any]:
+    def _plan(self) -> list[Look]:
         from leaklab import sequential
 
         a = self.lab.analysis
         duration = float(self.lab.load.params["duration"])
-        looks = sequential.plan(a.warmup_s, duration, a.look_every_s)
+        return list(sequential.plan(a.warmup_s, duration, a.look_every_s))
+
+    def _looks(self, source: dict[str, Any]) -> dict[str, Any]:
+        a = self.lab.analysis
+        looks = self._plan()
         out: dict[str, Any] = {"count": len(looks), "every_s": a.look_every_s}
         for k, look in enumerate(looks, start=1):
             out[f"at_{k}"] = look.at_s
@@ -219,7 +244,34 @@ class Sources:
 
     def _json(self, source: dict[str, Any]) -> dict[str, Any]:
         doc = json.loads(self._file(source["file"]).read_text())
-        return {"value": _dig(doc, source["key"])}
+        value = _dig(doc, source["key"])
+        # An object's keys become fields, so one window gives its p50 and p99 together.
+        return dict(value) if isinstance(value, dict) else {"value": value}
+
+    def _records(self, source: dict[str, Any]) -> dict[str, Any]:
+        doc = json.loads(self._file(source["file"]).read_text())
+        rows = _dig(doc, source["key"])
+        if not isinstance(rows, list):
+            raise LeakLabError(f"{source['key']!r} of {source['file']} is not a list")
+        where = source.get("where", {})
+        picked = [
+            r for r in rows if isinstance(r, dict) and all(r.get(k) == v for k, v in where.items())
+        ]
+        if not picked:
+            raise LeakLabError(f"no record of {source['file']} has {where}")
+        out: dict[str, Any] = {"count": len(picked)}
+        for name in picked[0]:
+            values = [r.get(name) for r in picked]
+            # Only the fields every picked record holds as a number (bool is not one).
+            nums = [
+                float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)
+            ]
+            if len(nums) == len(values):
+                out[f"mean_{name}"] = statistics.fmean(nums)
+                out[f"median_{name}"] = statistics.median(nums)
+                out[f"min_{name}"], out[f"max_{name}"] = min(nums), max(nums)
+                out[f"sum_{name}"] = math.fsum(nums)
+        return out
 
     def _lab(self, source: dict[str, Any]) -> dict[str, Any]:
         doc = tomllib.loads((self.root / "labs" / str(self.slug) / "lab.toml").read_text())
@@ -244,9 +296,17 @@ def _with_durations(params: dict[str, Any]) -> dict[str, Any]:
 
 def _dig(doc: Any, key: str) -> Any:
     for part in key.split("."):
-        if not isinstance(doc, dict) or part not in doc:
+        # A number indexes a list (`windows.1.p50_ms`: a recorded run's second window),
+        # because measure.py's datasets keep their windows and results as lists.
+        if isinstance(doc, list) and re.fullmatch(r"-?\d+", part):
+            index = int(part)
+            if not -len(doc) <= index < len(doc):
+                raise LeakLabError(f"no key {key!r}")
+            doc = doc[index]
+        elif isinstance(doc, dict) and part in doc:
+            doc = doc[part]
+        else:
             raise LeakLabError(f"no key {key!r}")
-        doc = doc[part]
     return doc
 
 
