@@ -18,6 +18,7 @@ from leaklab.analysis import (
     scale,
     series_fit,
     steady_window,
+    stretches,
     unit_per_min,
     verdict,
 )
@@ -171,14 +172,14 @@ def kill_prediction(lab: Lab, ds: Dataset) -> dict[str, Any] | None:
         "observed_kill_s": killed,
         "from_window_s": [warmup, round(half, 3)],
     }
-    guesses = []
+    guesses, spans = [], disturbed(ds)
     for key, series in (("predicted", "cgroup_memory_bytes"), ("predicted_from_rss", "rss_bytes")):
-        window = steady_window(ds.series(series), warmup, half, disturbed(ds))
+        window = steady_window(ds.series(series), warmup, half, spans)
         t, v = window["t_s"].to_numpy(), window["value"].to_numpy()
         if len(t) == 0:
             out[key] = None
             continue
-        fit = fit_slope(t, v, scale(series)[0])
+        fit = fit_slope(t, v, scale(series)[0], stretch=stretches(t, spans))
         ttl = limit.project(series, fit, limit.anchor_of(t, v), half, size, "the limit")
         at = [None if m is None else round(half + 60 * m, 1) for m in
               (ttl.minutes, ttl.minutes_low, ttl.minutes_high)]  # fmt: skip
