@@ -7,8 +7,10 @@
 
 use std::io::Write;
 
-/// What happened at one tick to one player. One byte (`#[repr(u8)]`), no pointer:
-/// the rewrite's answer to an `Either[Nothing, Event]` box per element.
+/// What happened at one tick to one player, stored inline in each event: no pointer, no
+/// box (the rewrite's answer to an `Either[Nothing, Event]` per element). A fieldless
+/// enum of eight variants is one byte without `#[repr(u8)]` too (today's compiler picks
+/// the smallest integer that holds the discriminants); the attribute guarantees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
