@@ -35,7 +35,8 @@ fn main() -> ExitCode {
         };
         let addr = listener.local_addr().unwrap_or(settings.listen);
         let b = &settings.behavior;
-        // The harness waits for this exact line before starting a producer.
+        // The CLI tests read this line; the harness waits on the TCP port instead
+        // (`ready = { tcp = true }` in lab.toml).
         eprintln!(
             "fake-broker: listening on {addr} latency_ms={} per_message_us={} fail_every={} disconnect_after={}",
             b.latency.as_millis(),
