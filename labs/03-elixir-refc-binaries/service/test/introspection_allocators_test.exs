@@ -21,15 +21,18 @@ defmodule SocketApi.IntrospectionAllocatorsTest do
   end
 
   test "a binary two processes reference is counted once" do
-    before = Introspection.allocators()["binary_referenced_by_processes_bytes"]
     shared = :binary.copy(<<0>>, @size)
-    holders = for _ <- 1..2, do: spawn_link(fn -> hold(shared) end)
-    Enum.each(holders, &sync/1)
+    other = :binary.copy(<<1>>, @size)
+    [a, b, c] = holders = [holder(shared), holder(shared), holder(other)]
 
-    grown = Introspection.allocators()["binary_referenced_by_processes_bytes"] - before
+    assert Introspection.binaries_referenced_by([a, b]) == @size
+    assert Introspection.binaries_referenced_by(holders) == 2 * @size
+  end
 
-    # This test process references it too: three holders, one binary.
-    assert grown >= @size and grown < 2 * @size
+  defp holder(binary) do
+    pid = spawn_link(fn -> hold(binary) end)
+    sync(pid)
+    pid
   end
 
   defp hold(binary) do

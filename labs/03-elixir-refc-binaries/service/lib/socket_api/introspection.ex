@@ -86,7 +86,7 @@ defmodule SocketApi.Introspection do
       "mseg_cached_carriers" => mseg_cached_carriers(),
       "per_allocator" => per_allocator,
       "binary_bytes" => :erlang.memory(:binary),
-      "binary_referenced_by_processes_bytes" => binaries_referenced_by_processes(),
+      "binary_referenced_by_processes_bytes" => binaries_referenced_by(Process.list()),
       "port_queue_bytes" => port_queue_bytes()
     }
   end
@@ -257,9 +257,12 @@ defmodule SocketApi.Introspection do
     end
   end
 
-  # Each binary counted once however many processes reference it.
-  defp binaries_referenced_by_processes do
-    Process.list()
+  @doc false
+  # The bytes of the distinct binaries `pids` reference: each binary counted once,
+  # however many of them reference it.
+  @spec binaries_referenced_by([pid()]) :: non_neg_integer()
+  def binaries_referenced_by(pids) do
+    pids
     |> Enum.flat_map(fn pid ->
       case Process.info(pid, :binary) do
         {:binary, binaries} -> binaries
