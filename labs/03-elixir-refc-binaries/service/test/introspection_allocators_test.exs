@@ -23,7 +23,7 @@ defmodule SocketApi.IntrospectionAllocatorsTest do
   test "a binary two processes reference is counted once" do
     shared = :binary.copy(<<0>>, @size)
     other = :binary.copy(<<1>>, @size)
-    [a, b, c] = holders = [holder(shared), holder(shared), holder(other)]
+    [a, b, _c] = holders = [holder(shared), holder(shared), holder(other)]
 
     assert Introspection.binaries_referenced_by([a, b]) == @size
     assert Introspection.binaries_referenced_by(holders) == 2 * @size
