@@ -40,6 +40,34 @@ defmodule SocketApi.ListenerTest do
     assert {:error, :closed} = :gen_tcp.recv(client, 0, 1_000)
   end
 
+  test "a client that stops reading is disconnected, not waited for" do
+    before = connections()
+    client = WsClient.open(Listener.port())
+    assert eventually(fn -> length(connections() -- before) == 1 end)
+    [conn] = connections() -- before
+    ref = Process.monitor(conn)
+
+    # Replies the client never reads, pushed as a channel pushes them: 64 MB, more than
+    # the kernel buffers on both ends hold, so the connection's send stalls; the send
+    # timeout (500 ms in test) closes the socket, and the connection ends instead of
+    # staying blocked with its payloads.
+    reply = %{type: "reply", ref: "2", topic: "t", status: "ok", items: [filler()]}
+    payload = :jiffy.encode(reply)
+    for _ <- 1..64, do: send(conn, {:socket_push, payload})
+
+    assert_receive {:DOWN, ^ref, :process, ^conn, _reason}, 20_000
+    assert {:error, :closed} = drain(client.socket)
+  end
+
+  defp filler, do: String.duplicate("x", 1_000_000)
+
+  defp drain(socket) do
+    case :gen_tcp.recv(socket, 0, 5_000) do
+      {:ok, _} -> drain(socket)
+      other -> other
+    end
+  end
+
   defp connections do
     for {_, pid, _, _} <- DynamicSupervisor.which_children(SocketApi.ConnectionSupervisor),
         do: pid

@@ -240,7 +240,12 @@ defmodule SocketApi.Connection do
     state
   end
 
-  defp send_text(state, json), do: :gen_tcp.send(state.socket, Frames.text(json))
+  # A send that fails (the client stopped reading for the listener's send timeout, and
+  # the socket was closed) ends the socket's process as if the client had closed it.
+  defp send_text(state, json) do
+    with {:error, _} <- :gen_tcp.send(state.socket, Frames.text(json)),
+         do: send(self(), {:tcp_closed, state.socket})
+  end
 
   defp close_and_stop(state, code) do
     :gen_tcp.send(state.socket, Frames.close(code))

@@ -34,7 +34,7 @@ defmodule SocketApi.Introspection do
       |> Enum.take(n)
       |> Enum.map(&describe(&1, kinds))
 
-    %{"memory" => node_memory(), "processes" => rows}
+    %{"memory" => node_memory(), "processes" => rows, "allocators" => allocators()}
   end
 
   @doc """
@@ -46,10 +46,49 @@ defmodule SocketApi.Introspection do
   @spec collect_everything() :: map()
   def collect_everything do
     before = metrics()
+    allocators_before = allocators()
     started = System.monotonic_time(:microsecond)
     Enum.each(Process.list(), &:erlang.garbage_collect/1)
     took = System.monotonic_time(:microsecond) - started
-    %{"before" => before, "after" => metrics(), "gc_us" => took}
+
+    %{
+      "before" => before,
+      "after" => metrics(),
+      "gc_us" => took,
+      "allocators" => %{"before" => allocators_before, "after" => allocators()}
+    }
+  end
+
+  @doc """
+  Where the node's memory sits, as its allocators see it, beside the RSS the OS counts.
+
+  `:erlang.memory/0` sums the blocks in use; the OS counts the carriers those blocks
+  live in (the areas each allocator took from the OS, `mbcs` for many blocks, `sbcs` for
+  one large block, `mbcs_pool` for empty-enough carriers any instance may reuse), and a
+  carrier goes back to the OS only when no block is left in it. Also: the bytes of the
+  distinct binaries some process references, and those in port queues, so that what the
+  node's binary memory holds beyond them shows.
+  """
+  @spec allocators() :: map()
+  def allocators do
+    per_allocator =
+      Map.new(:erlang.system_info(:alloc_util_allocators), fn alloc ->
+        {Atom.to_string(alloc), allocator_sizes(alloc)}
+      end)
+
+    sum = fn field -> per_allocator |> Map.values() |> Enum.map(& &1[field]) |> Enum.sum() end
+
+    %{
+      "rss_bytes" => rss_bytes(),
+      "erlang_memory_total" => :erlang.memory(:total),
+      "blocks_bytes" => sum.("blocks_bytes"),
+      "carriers_bytes" => sum.("carriers_bytes"),
+      "mseg_cached_carriers" => mseg_cached_carriers(),
+      "per_allocator" => per_allocator,
+      "binary_bytes" => :erlang.memory(:binary),
+      "binary_referenced_by_processes_bytes" => binaries_referenced_by(Process.list()),
+      "port_queue_bytes" => port_queue_bytes()
+    }
   end
 
   defp node_memory do
@@ -143,6 +182,103 @@ defmodule SocketApi.Introspection do
 
       nil ->
         %{}
+    end
+  end
+
+  # One allocator's blocks in use and carriers, summed over its instances, per kind of
+  # carrier; `false` when the allocator is disabled.
+  defp allocator_sizes(alloc) do
+    instances =
+      case :erlang.system_info({:allocator_sizes, alloc}) do
+        list when is_list(list) -> for {:instance, _, info} <- list, do: info
+        _ -> []
+      end
+
+    kinds =
+      Map.new(["mbcs", "sbcs", "mbcs_pool"], fn kind ->
+        key = String.to_existing_atom(kind)
+        parts = for info <- instances, part = info[key], part != nil, do: part
+
+        {kind,
+         %{
+           "blocks_bytes" => parts |> Enum.map(&blocks_bytes/1) |> Enum.sum(),
+           "carriers_bytes" => parts |> Enum.map(&carriers_bytes/1) |> Enum.sum()
+         }}
+      end)
+
+    total = fn field -> kinds |> Map.values() |> Enum.map(& &1[field]) |> Enum.sum() end
+
+    Map.merge(kinds, %{
+      "blocks_bytes" => total.("blocks_bytes"),
+      "carriers_bytes" => total.("carriers_bytes")
+    })
+  end
+
+  # Each figure is a tuple whose second element is the current value: {size, current,
+  # max since the last call, max}, or {carriers_size, current} in the pool.
+  defp blocks_bytes(part) do
+    {:blocks, per_type} = List.keyfind(part, :blocks, 0, {:blocks, []})
+
+    for {_type, figures} <- per_type, figure <- figures, elem(figure, 0) == :size, reduce: 0 do
+      acc -> acc + elem(figure, 1)
+    end
+  end
+
+  defp carriers_bytes(part) do
+    case List.keyfind(part, :carriers_size, 0) do
+      nil -> 0
+      tuple -> elem(tuple, 1)
+    end
+  end
+
+  # Freed carriers mseg_alloc keeps for reuse instead of returning them to the OS.
+  defp mseg_cached_carriers do
+    case :erlang.system_info({:allocator, :mseg_alloc}) do
+      list when is_list(list) ->
+        for {:instance, _, info} <- list,
+            {:memkind, memkind} <- info,
+            {:status, status} <- memkind,
+            {:cached_segments, n} <- status,
+            reduce: 0 do
+          acc -> acc + n
+        end
+
+      _ ->
+        0
+    end
+  end
+
+  defp rss_bytes do
+    with {:ok, status} <- File.read("/proc/self/status"),
+         [_, kb] <- Regex.run(~r/^VmRSS:\s+(\d+) kB$/m, status) do
+      String.to_integer(kb) * 1024
+    else
+      _ -> nil
+    end
+  end
+
+  @doc false
+  # The bytes of the distinct binaries `pids` reference: each binary counted once,
+  # however many of them reference it.
+  @spec binaries_referenced_by([pid()]) :: non_neg_integer()
+  def binaries_referenced_by(pids) do
+    pids
+    |> Enum.flat_map(fn pid ->
+      case Process.info(pid, :binary) do
+        {:binary, binaries} -> binaries
+        nil -> []
+      end
+    end)
+    |> Enum.uniq_by(fn {id, _size, _refc} -> id end)
+    |> Enum.map(fn {_id, size, _refc} -> size end)
+    |> Enum.sum()
+  end
+
+  defp port_queue_bytes do
+    for port <- Port.list(),
+        {:queue_size, n} <- [:erlang.port_info(port, :queue_size)],
+        reduce: 0 do
+      acc -> acc + n
     end
   end
 

@@ -34,7 +34,12 @@ defmodule SocketApi.Listener do
       packet: :raw,
       reuseaddr: true,
       nodelay: true,
-      backlog: 1024
+      backlog: 1024,
+      # A client that stops reading must not block its connection in :gen_tcp.send/2
+      # for ever, with its replies queued in the port: after this long without
+      # progress the send fails and the socket closes (Ranch's defaults: 30 s, close).
+      send_timeout: Application.get_env(:socket_api, :send_timeout_ms, 30_000),
+      send_timeout_close: true
     ]
 
     port = Keyword.fetch!(opts, :port)
