@@ -17,8 +17,11 @@ fail or measured-once/NAME.patch: a different valid fix, or a wrong one), where 
 verdict is the opposite of what the case declares: how often is a learner's own valid fix
 failed?
 
-Writes .leaklab/reports/grader-<lab>.json. A benchmark, not a test: it takes
-N x (two grades) of machine time, and its figures belong in the lab's README.
+Writes .leaklab/reports/grader-<lab>.json, with the commit it graded at, whether the lab's
+folder had uncommitted changes and the toolchains (as a captured run records them), so a
+report copied into datasets/<lab>/grader/ is checked like any dataset
+(`leaklab.provenance`). A benchmark, not a test: it takes N x (two grades) of machine
+time, and its figures belong in the lab's README.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from scipy import stats
 
 from leaklab.grading.grade import grade
 from leaklab.paths import work_dir
+from leaklab.runner import git_provenance, tool_versions
 from leaklab.spec import Lab, load_lab
 from leaklab.variants import PATCH_PREFIX
 
@@ -89,7 +93,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     lab = load_lab(args.lab)
-    report: dict[str, dict[str, object]] = {}
+    report: dict[str, object] = {
+        **git_provenance(lab.root, lab.slug),
+        "versions": tool_versions(lab),
+    }
     plan = (
         {args.case: grading_case(lab, args.case)}
         if args.case
@@ -120,7 +127,7 @@ def main() -> None:
                 f"{result.decided or 'whole run'}",
                 flush=True,
             )
-        report[label] = {
+        figures: dict[str, object] = {
             "rounds": args.rounds,
             "wrong": wrong,
             "wrong_rate_upper_95": round(upper_bound(wrong, args.rounds), 3),
@@ -130,7 +137,7 @@ def main() -> None:
             "grade_s_worst": round(max(walls), 1),
             "verdicts": verdicts,
         }
-        figures = report[label]
+        report[label] = figures
         print(
             f"{label}: {wrong} wrong of {args.rounds} "
             f"(95% upper bound {figures['wrong_rate_upper_95']:.0%}); load to a verdict "
