@@ -86,6 +86,12 @@ object BroadcastLoss extends ZIOAppDefault:
     * paced publisher, then the end marker; the line of JSON with every subscriber's tally.
     */
   def measure(s: Settings, strategy: String): UIO[String] =
+    runOnce(s, strategy).map((publishS, doneS, tallies) => json(s, strategy, publishS, doneS, tallies))
+
+  /** One run: seconds until the last event was published, until every subscriber had
+    * ended, and every subscriber's tally (subscriber 0 is the slow one).
+    */
+  def runOnce(s: Settings, strategy: String): UIO[(Double, Double, Seq[Tally])] =
     ZIO.scoped {
       for
         hub <- hub(strategy, s.capacity)
@@ -104,7 +110,7 @@ object BroadcastLoss extends ZIOAppDefault:
         _ <- publishEnd(hub)
         tallies <- ZIO.foreach(readers)(_.join)
         done <- Clock.nanoTime
-      yield json(s, strategy, (published - start) / 1e9, (done - start) / 1e9, tallies)
+      yield ((published - start) / 1e9, (done - start) / 1e9, tallies)
     }
 
   /** Publishes events 0 until `s.events` at `s.rate` per second, in the batches due each
