@@ -10,7 +10,14 @@ val zioVersion = "2.1.26"
 lazy val root = (project in file("."))
   .settings(
     name := "broadcast-loss",
-    libraryDependencies += "dev.zio" %% "zio" % zioVersion,
+    libraryDependencies ++= Seq(
+      "dev.zio" %% "zio" % zioVersion,
+      "dev.zio" %% "zio-test" % zioVersion % Test,
+      "dev.zio" %% "zio-test-sbt" % zioVersion % Test
+    ),
+    // `sbt test`: BroadcastLossSpec, a small run per claim (a sliding hub loses, a
+    // resyncing subscriber does not), on the real clock.
+    testFrameworks += new TestFramework("zio.test.sbt.ZTestFramework"),
     scalacOptions ++= Seq("-deprecation", "-feature", "-unchecked", "-Werror"),
     Compile / mainClass := Some("leaklab.broadcast.BroadcastLoss"),
     // Its own JVM, sized and collected as the replay service's, printing straight to

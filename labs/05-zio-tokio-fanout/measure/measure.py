@@ -32,7 +32,12 @@ others by --variants (a Tokio variant gets no profiler).
 
 `broadcast` is the fan-out the replay service does not have: one match's events
 published to several subscribers, one of them slow, through a ZIO Hub (each strategy)
-and a Tokio broadcast channel, counting what each subscriber receives and loses.
+and a Tokio broadcast channel, counting what each subscriber receives and loses; then
+once more on each side with the subscribers resyncing from the match log on a loss
+(`sliding-resync`, `broadcast-resync`), counting the gaps they saw, the events they
+recovered from the log, what they still lost and what the resync cost (log reads, how
+far back the log had to reach, duplicates dropped, when the slow one had read
+everything). --folder names the dataset folder (default `broadcast`).
 
 Each run is written, as soon as it has ended, with the harness's dataset writer (tidy
 CSV `t_s,series,value` + provenance JSON, atomically) into
@@ -517,7 +522,8 @@ def broadcast(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
             (0.0, f"{line['strategy']}.sub{sub['id']}.{key}", float(sub[key]))
             for line in lines
             for sub in line["subscribers"]
-            for key in ("received", "lost")
+            for key in ("received", "lost", "recovered", "duplicates")
+            if key in sub
         ]
         meta: dict[str, Any] = {
             "lab": lab.slug,
@@ -531,7 +537,7 @@ def broadcast(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
             "versions": tool_versions(lab, ledger),
             "host": {"cpus": os.cpu_count(), "memory_bytes": psutil.virtual_memory().total},
         }
-        _, path = dataset.write(lab.dataset_dir / "broadcast", runtime, rows, meta)
+        _, path = dataset.write(lab.dataset_dir / args.folder, runtime, rows, meta)
         say(f"dataset: {path}")
         for line in lines:
             slow = line["subscribers"][0]
@@ -541,6 +547,14 @@ def broadcast(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
                 f"{line['events']:,}, the fast ones {fast_lost:,} together; "
                 f"publishing took {line['publish_s']:.1f} s"
             )
+            if "recovered" in slow:
+                seen = slow.get("lagged_events", slow["gaps"])
+                say(
+                    f"    resync: {seen:,} missed on the live feed, {slow['recovered']:,} read "
+                    f"from the log in {slow['resyncs']} reads (at most {slow['max_behind']:,} "
+                    f"behind), {slow['duplicates']:,} duplicates dropped, "
+                    f"done at {slow['done_s']:.1f} s"
+                )
 
 
 def json_lines(result: subprocess.CompletedProcess[bytes], what: str) -> list[dict[str, Any]]:
@@ -582,6 +596,9 @@ def main(argv: list[str] | None = None) -> int:
     bro.add_argument("--rate", type=float, default=10_000.0, help="events published per second")
     bro.add_argument("--slow-rate", type=float, default=2_000.0, help="the slow subscriber's pace")
     bro.add_argument("--capacity", type=int, default=1024, help="hub / channel slots")
+    bro.add_argument(
+        "--folder", default="broadcast", help="the dataset folder under datasets/05-.../"
+    )
     args = parser.parse_args(argv)
     if (
         not (1 <= getattr(args, "concurrency", 1) <= 2048)
