@@ -24,7 +24,9 @@ def grade_report(lab: Lab, result: GradeResult) -> Iterator[str]:
     if result.decided:
         yield f"  decided after {result.load_s or 0:.0f} s of load: {result.decided}"
     for name, figures in result.reference.items():
-        shown = ", ".join(f"{k} {v:.3g}" for k, v in figures.items() if isinstance(v, int | float))
+        shown = ", ".join(
+            f"{k} {_figure(v)}" for k, v in figures.items() if isinstance(v, int | float)
+        )
         label = "solution" if name == "fixed" else name
         yield f"  captured {label}: {shown}"
     for check in result.checks:
@@ -35,3 +37,9 @@ def grade_report(lab: Lab, result: GradeResult) -> Iterator[str]:
         yield f"  hint: {result.hint}"
     if result.dataset:
         yield f"  dataset: {result.dataset}"
+
+
+def _figure(value: float) -> str:
+    """A count as a count (3,770, not 3.77e+03); a small or fractional figure to three
+    significant digits."""
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
