@@ -94,24 +94,8 @@ func TestGenerate(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 
-	cfg, err := parseFlags([]string{"-url", srv.URL, "-rate", "200", "-duration", "1s", "-max-requests", "10",
-		"-timeout", "100ms", "-payload-bytes", "16"}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := generate(context.Background(), cfg, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var final struct {
-		Done                               bool
-		Sent, OK, Aborted, Errors, Skipped int64
-	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil {
-		t.Fatalf("final line %q: %v", lines[len(lines)-1], err)
-	}
+	final := runLoad(t, "-url", srv.URL, "-rate", "200", "-duration", "1s", "-max-requests", "10",
+		"-timeout", "100ms", "-payload-bytes", "16")
 	if !final.Done || final.Sent != 10 || final.Aborted != 1 || final.Errors != 1 || final.OK != 8 || final.Skipped != 0 {
 		t.Errorf("final = %+v", final)
 	}
