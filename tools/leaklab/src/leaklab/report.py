@@ -90,7 +90,7 @@ def summarise(lab: Lab, ds: Dataset) -> RunSummary:
     rss = ds.series("rss_bytes")["value"]
     p50, p99 = final.get("p50_ms"), final.get("p99_ms")
     timed = isinstance(p50, int | float) and isinstance(p99, int | float)
-    latency = f"{_ms(p50)} / {_ms(p99)}" if timed else None
+    latency = f"{figure(p50)} / {figure(p99)}" if timed else None
     return RunSummary(
         name=ds.name,
         variant=ds.variant,
@@ -250,8 +250,10 @@ def run_verdict(lab: Lab, decision: sequential.Decision | None, fit: Fit | None)
     return verdict(fit, lab.analysis.grows_above, lab.analysis.flat_below)
 
 
-def _ms(value: float) -> str:
-    return f"{value:.3g}" if value < 1000 else f"{value:,.0f}"
+def figure(value: float) -> str:
+    """A figure as a reader reads it: three significant digits below 1,000, a count with
+    thousands separators above (3,770, not 3.77e+03)."""
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def table(lab: Lab, summaries: list[RunSummary], wide: bool = False) -> Table:

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from leaklab.analysis import unit_per_min
 from leaklab.grading.grade import GradeResult
+from leaklab.report import figure
 from leaklab.spec import Lab
 
 
@@ -25,7 +26,7 @@ def grade_report(lab: Lab, result: GradeResult) -> Iterator[str]:
         yield f"  decided after {result.load_s or 0:.0f} s of load: {result.decided}"
     for name, figures in result.reference.items():
         shown = ", ".join(
-            f"{k} {_figure(v)}" for k, v in figures.items() if isinstance(v, int | float)
+            f"{k} {figure(v)}" for k, v in figures.items() if isinstance(v, int | float)
         )
         label = "solution" if name == "fixed" else name
         yield f"  captured {label}: {shown}"
@@ -37,9 +38,3 @@ def grade_report(lab: Lab, result: GradeResult) -> Iterator[str]:
         yield f"  hint: {result.hint}"
     if result.dataset:
         yield f"  dataset: {result.dataset}"
-
-
-def _figure(value: float) -> str:
-    """A count as a count (3,770, not 3.77e+03); a small or fractional figure to three
-    significant digits."""
-    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
