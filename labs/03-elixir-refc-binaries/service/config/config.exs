@@ -10,6 +10,9 @@ config :socket_api,
   # How long a client may take to send its HTTP request head.
   handshake_timeout_ms: 5_000,
   max_topics_per_socket: 8,
+  # A channel idle this long hibernates (a full sweep, a compacted heap): Phoenix's
+  # channels' default (`use Phoenix.Channel, hibernate_after: 15_000`).
+  channel_hibernate_after_ms: 15_000,
   # The simulated upstream services behind a `list_items` request: bytes each one
   # returns per item, and how long each batch call takes.
   upstreams: [profiles: 1_024, activity: 4_096, attachments: 3_072],

@@ -28,6 +28,39 @@ defmodule SocketApi.ProtocolTest do
     assert {:error, "9", :bad_topic} = Protocol.decode(~s({"type":"join","ref":"9","topic":""}))
   end
 
+  test "a reply is the JSON jiffy writes, as iodata that keeps the strings it was given" do
+    document =
+      ~s({"id":7,"summary":"a summary of more than sixty-four bytes, so that it is a refc binary"})
+
+    %{"summary" => summary} = :jiffy.decode(document, [:return_maps])
+    # jiffy's strings are slices of the document they were decoded from.
+    assert :binary.referenced_byte_size(summary) == byte_size(document)
+
+    items = [%{"id" => 7, "summary" => summary, "changed" => true, "quote" => ~s(say "hi"\n)}]
+    reply = Protocol.reply("2", "t", items)
+
+    assert :jiffy.decode(IO.iodata_to_binary(reply), [:return_maps]) ==
+             :jiffy.decode(
+               :jiffy.encode(%{
+                 "type" => "reply",
+                 "ref" => "2",
+                 "topic" => "t",
+                 "status" => "ok",
+                 "items" => items
+               }),
+               [:return_maps]
+             )
+
+    # The summary is in the iodata as it is (as in Jason's iodata), not copied out of its document.
+    assert Enum.any?(
+             leaves(reply),
+             &(&1 === summary and :binary.referenced_byte_size(&1) == byte_size(document))
+           )
+  end
+
+  defp leaves(iodata) when is_list(iodata), do: Enum.flat_map(iodata, &leaves/1)
+  defp leaves(leaf), do: [leaf]
+
   test "an error without a ref carries a JSON null, not the string \"nil\"" do
     json = IO.iodata_to_binary(Protocol.error(nil, :invalid_json))
     assert %{"ref" => :null, "reason" => "invalid_json"} = :jiffy.decode(json, [:return_maps])
