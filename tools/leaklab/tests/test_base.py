@@ -173,6 +173,25 @@ def test_without_git_the_error_says_so(fake_repo: Path) -> None:
     assert "git is not installed" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_piped_diff_keeps_every_line_whole(fake_repo: Path) -> None:
+    """Piped (a log, `| less`), the learner's hunks are printed as they are: Rich's
+    80-column default for a pipe used to cut a long line of code."""
+    long_line = "# " + "a long comment, " * 10 + "the end"
+    server = fake_repo / "labs" / "90-fake" / "service" / "server.py"
+    server.write_text(server.read_text() + long_line + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    result = subprocess.run(
+        [sys.executable, "-m", "leaklab", "diff", "90"],
+        env={**env, "LEAKLAB_ROOT": str(fake_repo)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "+" + long_line in result.stdout.splitlines()
+
+
 REGRESSION_PATCH = """diff --git a/test_regression.py b/test_regression.py
 new file mode 100644
 --- /dev/null

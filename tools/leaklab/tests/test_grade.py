@@ -14,7 +14,7 @@ import pytest
 from conftest import git, publish
 from test_base import add_regression_test
 
-from leaklab import base
+from leaklab import base, report
 from leaklab.build import build_variant, run_tests
 from leaklab.dataset import Dataset
 from leaklab.errors import LeakLabError
@@ -405,3 +405,25 @@ def test_a_failed_check_gets_advice_about_that_check(graded_repo: Path) -> None:
     assert advice and result.checks[0].name in advice and advice != lab.grade.hint
     result.stage = "verdict"
     assert grade_module.hint_for(lab, result) == lab.grade.hint
+
+
+def test_a_failed_patch_is_pointed_at_the_test_of_that_patch(graded_repo: Path) -> None:
+    """After `grade --patch FILE` fails at the tests, the advice tests that patch, not the
+    learner's tree (which may hold something else)."""
+    lab = load_lab("90", graded_repo)
+    result = grade_module.GradeResult(lab.slug, "patch:/tmp/fix.patch", stage="tests")
+    assert "--variant patch:/tmp/fix.patch" in (grade_module.hint_for(lab, result) or "")
+    result.variant = "mine"
+    assert "--variant mine" in (grade_module.hint_for(lab, result) or "")
+
+
+def test_a_grade_on_a_busy_machine_says_so_as_a_run_does(
+    graded_repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The learner reads the grade, not the run: the busy-machine warning `leaklab run`
+    prints (its detection is tested in test_report.py) is in the grade's output too."""
+    warning = "warning: the machine was too busy for these figures to be trusted (test)"
+    monkeypatch.setattr(report, "machine_busy", lambda lab, ds: warning)
+    said: list[str] = []
+    grade(load_lab("90", graded_repo), "fixed", log=said.append)
+    assert warning in said

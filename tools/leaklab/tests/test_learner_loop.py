@@ -4,6 +4,7 @@ each lab from local results. Bad input: one line and the CLI's exit code."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -87,6 +88,32 @@ def test_check_runs_the_grades_gate_and_says_what_the_failing_test_expects(
     passed = leaklab(gated_repo, "check", "90")
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "PASS  lab 90" in passed.stdout and "leaklab grade 90" in passed.stdout
+
+
+def test_a_fix_given_as_a_patch_is_tested_by_the_grades_gate(gated_repo: Path) -> None:
+    """`test --variant patch:FILE` is the gate a `grade --patch FILE` runs (the course's
+    tests and the solution's regression test), not only the service's own tests: a
+    patch that keeps the leak fails there, by the regression test's words."""
+    server = gated_repo / "labs" / "90-fake" / "service" / "server.py"
+    published = server.read_text()
+    server.write_text(published + "\n# a comment; the leak kept\n")
+    wrong = gated_repo / "wrong.patch"
+    diff = subprocess.run(
+        ["git", "diff", "--relative=labs/90-fake/service"],
+        cwd=gated_repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    wrong.write_text(diff.stdout)
+    server.write_text(published)
+    failed = leaklab(gated_repo, "test", "90", "--variant", f"patch:{wrong}")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "FAIL  lab 90 at tests" in failed.stdout
+    assert "a request body is not kept once answered" in failed.stdout
+    # A patch's result is not the learner's tree's: `leaklab status` records no check.
+    record = gated_repo / ".leaklab" / "status" / "90-fake.json"
+    assert not record.exists() or "check" not in json.loads(record.read_text())
 
 
 def test_status_follows_the_learner_through_a_lab(gated_repo: Path) -> None:

@@ -32,12 +32,14 @@ class Checked:
     log: Path | None = None
     ignored: list[str] = field(default_factory=list)
     own_tests: str | None = None
+    variant: str = "mine"
 
 
-def check(lab: Lab, log: Callable[[str], None] = print) -> Checked:
-    """Run the grade's gate on the learner's tree (`mine`) and record the outcome."""
+def check(lab: Lab, log: Callable[[str], None] = print, variant: str = "mine") -> Checked:
+    """Run the grade's gate on the learner's tree (`mine`), or on the published service
+    with a submitted patch (`patch:FILE`), and record the tree's outcome."""
     tree = status.tree_digest(lab)
-    result = gate(lab, "mine", log)
+    result = gate(lab, variant, log)
     passed = result.stage == READY
     checked = Checked(
         lab.slug,
@@ -51,7 +53,9 @@ def check(lab: Lab, log: Callable[[str], None] = print) -> Checked:
         ignored=result.ignored,
         own_tests=result.own_tests,
     )
-    status.record(lab, "check", passed, tree)
+    if variant == "mine":  # a patch says nothing about the learner's tree
+        status.record(lab, "check", passed, tree)
+    checked.variant = variant
     return checked
 
 
@@ -66,15 +70,23 @@ def _test_log(reason: str) -> Path | None:
 
 def report(lab: Lab, checked: Checked) -> list[str]:
     """What `leaklab check` prints: one verdict line, then what to do."""
-    where = f"labs/{lab.slug}/" + ", ".join(lab.editable)
+    if checked.variant == "mine":
+        what, grade = f"your tree (labs/{lab.slug}/{', '.join(lab.editable)})", ""
+    else:  # patch:FILE
+        what, grade = (
+            f"the published service with {checked.variant[len('patch:') :]}",
+            (f" --patch {checked.variant[len('patch:') :]}"),
+        )
     if checked.passed:
         lines = [
-            f"PASS  lab {lab.number}: your tree ({where}) builds and passes the course's "
+            f"PASS  lab {lab.number}: {what} builds and passes the course's "
             "tests and the solution's regression tests, the gate a grade runs first",
         ]
         if checked.own_tests:
             lines.append(f"      your own tests (not part of the gate): {checked.own_tests}")
-        lines.append(f"next: `leaklab grade {lab.number}` measures it under the standard load")
+        lines.append(
+            f"next: `leaklab grade {lab.number}{grade}` measures it under the standard load"
+        )
         return lines
     first = checked.reason.splitlines()[0] if checked.reason else "failed"
     lines = [f"FAIL  lab {lab.number} at {checked.stage}: {first}"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -86,8 +87,20 @@ def _main(
     """Leak Lab: build, run, measure and compare the course's leaking services."""
 
 
-out = Console()
-err = Console(stderr=True)
+PIPE_WIDTH = 200
+
+
+def _console(stderr: bool = False) -> Console:
+    """A pipe has no width, and Rich's default for one (80 columns) cuts a diff's code and
+    a wide table's columns in a log or `| less`; take a wide one there. A terminal's own
+    width, or COLUMNS when set, is kept."""
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(stderr=stderr, width=PIPE_WIDTH if piped else None)
+
+
+out = _console()
+err = _console(stderr=True)
 
 
 def _complete_lab(incomplete: str) -> list[str]:
@@ -105,7 +118,12 @@ LabArg = Annotated[
     ),
 ]
 VariantOpt = Annotated[
-    str, typer.Option("--variant", "-v", help="broken, stage-K, fixed, or mine (your edits)")
+    str,
+    typer.Option(
+        "--variant",
+        "-v",
+        help="broken, stage-K, fixed, mine (your edits), or patch:FILE (a fix as a patch)",
+    ),
 ]
 DurationOpt = Annotated[
     float | None, typer.Option(help="seconds of load (default: the lab's)", min=1, max=600)
@@ -226,12 +244,15 @@ def build(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
 @interruptible
 @failing
 def test(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
-    """Run the lab's unit tests on a variant's tree; on mine, exactly `leaklab check`."""
+    """Run the lab's unit tests on a variant's tree; on a fix (mine, or patch:FILE), exactly
+    the gate `leaklab check` runs."""
     from leaklab.build import build_variant, run_tests
 
     lab = load_lab(lab_name)
-    if variant == "mine":  # the learner's tree: the grade's gate, as `check` runs it
-        _check_and_print(lab)
+    # A fix, in the tree or as a patch: the grade's gate, as `check` runs it (the course's
+    # tests and the solution's regression tests, not only the service's own).
+    if variant == "mine" or variant.startswith(PATCH_PREFIX):
+        _check_and_print(lab, variant)
         return
     built = build_variant(lab, variant, log=lambda s: err.print(s, highlight=False))
     log = built.src.parent / f"test-{dataset_name(variant)}.log"
@@ -239,11 +260,11 @@ def test(lab_name: LabArg, variant: VariantOpt = "broken") -> None:
     out.print(f"{lab.slug} {variant}: unit tests pass (log: {log})")
 
 
-def _check_and_print(lab: Lab) -> bool:
+def _check_and_print(lab: Lab, variant: str = "mine") -> bool:
     """`leaklab check`: print its report; exit 1 when the gate fails."""
     from leaklab import check
 
-    checked = check.check(lab, log=lambda s: err.print(s, highlight=False))
+    checked = check.check(lab, log=lambda s: err.print(s, highlight=False), variant=variant)
     for line in check.report(lab, checked):
         out.print(line, highlight=False, markup=False, soft_wrap=True)
     if not checked.passed:
@@ -604,7 +625,10 @@ def diff_cmd(
     parts = diff.sections(lab, variant)
     for title, text in parts:
         out.rule(title)
-        out.print(Syntax(text, "diff", background_color="default"))
+        if out.is_terminal:
+            out.print(Syntax(text, "diff", background_color="default"))
+        else:  # a pipe: the diff as it is, never wrapped or cut
+            out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
     if html_out is not None:
         html_out.parent.mkdir(parents=True, exist_ok=True)
         html_out.write_text(diff.to_html(lab, parts))

@@ -287,6 +287,7 @@ def hint_for(lab: Lab, result: GradeResult) -> str | None:
     if result.passed or result.status == "not_attempted":
         return None
     number = lab.slug.split("-", 1)[0]
+    graded = result.variant  # the learner's tree (mine) or the patch that was graded
     if result.stage == "build" and "does not apply" in result.reason:
         return (
             "a submitted patch must apply to the published service: make it with `git diff` "
@@ -298,17 +299,18 @@ def hint_for(lab: Lab, result: GradeResult) -> str | None:
     if result.stage == "tests":
         return (
             "the course's tests say what behaviour must still hold: run "
-            f"`leaklab test {number} --variant mine` and read the failed assertion"
+            f"`leaklab test {number} --variant {graded}` and read the failed assertion"
         )
     if result.stage == "run":
         return (
             f"the service must start and answer under load: `leaklab run {number} "
-            "--variant mine` shows its log"
+            f"--variant {graded}` shows its log"
         )
     if result.stage == "checks":
         failed = [c.name for c in result.checks if not c.passed]
         return (
-            "the memory is flat, but a fix must keep doing the work the solution does: "
+            "the memory is flat, but the grade holds a fix to more than memory (the work "
+            "it does, and what it costs, as the solution does), and this failed: "
             + "; ".join(failed)
         )
     return lab.grade.hint or None
@@ -460,6 +462,8 @@ def _measure(
             return None
         mine, result.dataset = ran.data, str(ran.csv)
         summary = report.summarise(lab, mine)
+        if summary.busy:  # said as `run` says it: a verdict from a starved run is weak
+            log(summary.busy)
         result.time_to_limit = _time_to_limit(summary)
         result.verdict = summary.verdict
         result.slope = _fit(summary.fits[lab.analysis.verdict_series])

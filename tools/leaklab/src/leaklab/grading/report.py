@@ -23,7 +23,9 @@ def grade_report(lab: Lab, result: GradeResult) -> Iterator[str]:
             f"{result.attempts} run{'s' if result.attempts > 1 else ''})"
         )
     if result.decided:
-        yield f"  decided after {result.load_s or 0:.0f} s of load: {result.decided}"
+        # An unclear verdict is one the last look did not decide: not "decided after".
+        when = "undecided after" if result.verdict == "unclear" else "decided after"
+        yield f"  {when} {result.load_s or 0:.0f} s of load: {result.decided}"
     for name, figures in result.reference.items():
         shown = ", ".join(
             f"{k} {figure(v)}" for k, v in figures.items() if isinstance(v, int | float)
