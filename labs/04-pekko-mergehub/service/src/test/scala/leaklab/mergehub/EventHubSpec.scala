@@ -104,6 +104,31 @@ final class EventHubSpec extends AnyWordSpec with Matchers with BeforeAndAfterAl
         )
       probe.cancel()
     }
+
+    "stop answering Accepted once the event's stream has stopped" in {
+      // The other half of "Accepted means the location is in the event's stream": a
+      // location the hub cannot take is answered Dropped (or fails with its reason),
+      // never Accepted. Whatever the design keeps per event, nothing can take a location
+      // once the materializer that runs the event's streams has shut down (as it does
+      // when the service stops), so that is the situation tested: the hub gets its own
+      // materializer, accepts while it runs, and must stop saying Accepted once stopped.
+      val own = Materializer(testKit.system)
+      val hub = EventHub(bufferSize)(using own)
+      Await.result(hub.publish(at("s-6", 0)), 3.seconds) shouldBe Published.Accepted
+      own.shutdown()
+      // The streams stop asynchronously: publish until an answer is not Accepted.
+      val deadline = 5.seconds.fromNow
+      var i = 0
+      var answers = Vector.empty[String]
+      while answers.lastOption.forall(_ == "Accepted") && deadline.hasTimeLeft() do
+        i += 1
+        // A publish that throws, fails or answers Dropped did not say Accepted.
+        val answer = scala.util.Try(hub.publish(at("s-6", i))).flatMap(f => Await.ready(f, 3.seconds).value.get)
+        answers = answers :+ answer.fold(e => s"failed: ${e.getMessage}", _.toString)
+        Thread.sleep(20)
+      if answers.last == "Accepted" then
+        fail(s"${answers.size} publishes over 5 s after the event's materializer shut down were all answered Accepted")
+    }
   }
 
   /** Publishes `skater` locations every 10 ms until the probe sees one. */

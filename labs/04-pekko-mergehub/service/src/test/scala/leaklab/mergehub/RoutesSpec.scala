@@ -113,12 +113,20 @@ final class RoutesSpec extends AnyWordSpec with Matchers with ScalatestRouteTest
           // The stalled viewer never requests. Far more than the hub's buffer (16) and the
           // viewer's own: without a dropping buffer per viewer the reader stops after ~16.
           val count = 16 * 8
-          (1 to count).foreach { i =>
+          // A hub that refuses a location when its queue is full (503 with the reason) may
+          // refuse a few when the machine is busy and its stream runs late; an event stalled
+          // by the viewer that stopped reading refuses nearly all once its buffers are full
+          // (about 32). So: at least half accepted, and the reader gets the last accepted.
+          val accepted = (1 to count).filter { i =>
             val at = s"""{"skater":"s-2","lat":45.0,"lon":7.0,"timestamp":$i}"""
-            Post("/events/race-2/locations", json(at)) ~> route ~> check(status shouldBe StatusCodes.Accepted)
+            Post("/events/race-2/locations", json(at)) ~> route ~> check {
+              status should (equal(StatusCodes.Accepted) or equal(StatusCodes.ServiceUnavailable))
+              status == StatusCodes.Accepted
+            }
           }
+          withClue(s"${accepted.size} of $count locations accepted: ")(accepted.size should be >= count / 2)
           reader.inProbe.request(count.toLong * 2)
-          val last = s""""timestamp":$count"""
+          val last = s""""timestamp":${accepted.last}"""
           val seen = Iterator
             .continually(reader.inProbe.receiveWithin(3.seconds, 1))
             .takeWhile(_.nonEmpty)
