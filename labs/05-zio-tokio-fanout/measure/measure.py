@@ -191,16 +191,44 @@ def children_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def start(lab: Lab, variant: str, group: ProcessGroup, profiler_agent: bool) -> Running:
+def jvm_options(argv: list[str], fixed_heap: bool, gc_log: Path | None) -> list[str]:
+    """The JVM's command line with the heap fixed at its maximum (`-Xms` = `-Xmx`, so G1
+    does not grow the heap during a run) and a GC log (one line per collection: pause,
+    heap before -> after (committed), wall clock and JVM uptime) written to `gc_log`.
+    Any other command (the Tokio service's) is returned as it is."""
+    if not argv or Path(argv[0]).name != "java":
+        return list(argv)
+    out = list(argv)
+    if fixed_heap:
+        xmx = [a for a in out if a.startswith("-Xmx")]
+        if not xmx:
+            raise LeakLabError("the JVM's command line names no -Xmx to fix the heap at")
+        out = [a for a in out if not a.startswith("-Xms")]
+        out.insert(out.index(xmx[-1]) + 1, "-Xms" + xmx[-1].removeprefix("-Xmx"))
+    if gc_log is not None:
+        out.insert(1, f"-Xlog:gc:file={gc_log}:utctime,uptime")
+    return out
+
+
+def start(
+    lab: Lab,
+    variant: str,
+    group: ProcessGroup,
+    profiler_agent: bool,
+    fixed_heap: bool = False,
+    gc_log: bool = False,
+) -> Running:
     """Build the variant and the load (cached), start the service and its samplers.
 
     The JVM's allocation-profiler agent that lab.toml attaches for the standard runs is
-    left out unless `profiler_agent`: the Tokio side has no profiler either."""
+    left out unless `profiler_agent`: the Tokio side has no profiler either. `fixed_heap`
+    and `gc_log` as `jvm_options` (the GC log lands in the dataset's folder of the run)."""
     vlab = lab.for_variant(variant)
     setup = prepare(vlab, RunOptions(variant), say)
     argv = vlab.service.command.render(setup.values)
     if not profiler_agent:
         argv = [a for a in argv if not a.startswith("-javaagent:")]
+    argv = jvm_options(argv, fixed_heap, setup.artefacts / "gc.log" if gc_log else None)
     log = setup.run_dir / "service.log"
     with log.open("ab") as sink:
         child = group.start(
@@ -365,6 +393,15 @@ def run_name(variant: str) -> str:
     return dataset_name(variant).removeprefix("patch-")
 
 
+def schedule(variants: list[str], repeats: int) -> list[tuple[str, str]]:
+    """(variant, dataset name) in run order: with repeats, the variants interleaved
+    (a, b, a, b, ...) so a slow spell of the shared machine falls on every variant alike,
+    each repeat named `<name>-rN`; one run keeps the plain name."""
+    if repeats == 1:
+        return [(v, run_name(v)) for v in variants]
+    return [(v, f"{run_name(v)}-r{i}") for i in range(1, repeats + 1) for v in variants]
+
+
 def rates(start_rate: float, factor: float, top: float) -> list[float]:
     out: list[float] = []
     r = start_rate
@@ -375,9 +412,9 @@ def rates(start_rate: float, factor: float, top: float) -> list[float]:
 
 
 def saturate(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
-    for variant in args.variants:
+    for variant, name in schedule(args.variants, args.repeats):
         with ProcessGroup(ledger=ledger) as group:
-            run = start(lab, variant, group, profiler_agent=False)
+            run = start(lab, variant, group, False, args.fixed_heap, args.gc_log)
             say(
                 describe(
                     drive(run, group, "warmup", args.start_rate, args.warmup_s, args.concurrency)
@@ -405,9 +442,11 @@ def saturate(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
                 "settle_s": args.settle_s,
                 "warmup_s": args.warmup_s,
                 "profiler": "none on either side",
+                "jvm_fixed_heap": args.fixed_heap,
+                "jvm_gc_log": "gc.log in the run's folder" if args.gc_log else None,
             }
         # Each service's run is complete in itself: written as soon as it has ended.
-        path = write(lab, "saturation", run_name(variant), run, {"saturation": rule}, ledger)
+        path = write(lab, args.folder, name, run, {"saturation": rule}, ledger)
         say(f"dataset: {path}")
 
 
@@ -450,13 +489,13 @@ def reduce(collapsed: str, leaf_frames: int) -> str:
 
 
 def attribute(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
-    for variant in args.variants:
+    for variant, name in schedule(args.variants, args.repeats):
         with ProcessGroup(ledger=ledger) as group:
             jvm = lab.implementation(variant) is None
             run = start(lab, variant, group, profiler_agent=False)
             say(describe(drive(run, group, "warmup", args.rate, args.warmup_s, args.concurrency)))
             say(describe(drive(run, group, "measure", args.rate, args.measure_s, args.concurrency)))
-            if jvm:
+            if jvm and args.profile_s > 0:
 
                 def both(run: Running = run) -> None:
                     for event in ("cpu", "wall"):
@@ -478,10 +517,12 @@ def attribute(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
                     "measure_s": args.measure_s,
                     "profile_s": args.profile_s,
                     "profiler": "async-profiler attached (cpu, then wall; -t) in the profile "
-                    "window only; none for Tokio",
+                    "window only; none for Tokio"
+                    if args.profile_s > 0
+                    else "none (--profile-s 0)",
                 }
             }
-        say(f"dataset: {write(lab, 'attribution', run_name(variant), run, extra, ledger)}")
+        say(f"dataset: {write(lab, args.folder, name, run, extra, ledger)}")
 
 
 def broadcast(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
@@ -581,6 +622,9 @@ def main(argv: list[str] | None = None) -> int:
     sat.add_argument("--settle-s", type=float, default=2.0)
     sat.add_argument("--warmup-s", type=float, default=20.0)
     sat.add_argument("--concurrency", type=int, default=256)
+    sat.add_argument("--fixed-heap", action="store_true", help="the JVM with -Xms = -Xmx")
+    sat.add_argument("--gc-log", action="store_true", help="the JVM writes a GC log (-Xlog:gc)")
+    sat.add_argument("--folder", default="saturation", help="the dataset folder")
     att = sub.add_parser("attribute", help="latency, CPU and profiles under the standard load")
     experiments = [f"patch:{EXPERIMENTS}/{n}.patch" for n in ("flush-only", "alloc-only")]
     default = ["stage-1", *experiments, "fixed"]
@@ -590,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     att.add_argument("--measure-s", type=float, default=20.0)
     att.add_argument("--profile-s", type=float, default=6.0)
     att.add_argument("--concurrency", type=int, default=64)
+    att.add_argument("--folder", default="attribution", help="the dataset folder")
     bro = sub.add_parser("broadcast", help="what a slow subscriber loses: ZIO Hub, Tokio broadcast")
     bro.add_argument("--subscribers", type=int, default=8)
     bro.add_argument("--events", type=int, default=20_000)
@@ -599,7 +644,13 @@ def main(argv: list[str] | None = None) -> int:
     bro.add_argument(
         "--folder", default="broadcast", help="the dataset folder under datasets/05-.../"
     )
+    for p in (sat, att):
+        p.add_argument(
+            "--repeats", type=int, default=1, help="runs per variant, interleaved (names -rN)"
+        )
     args = parser.parse_args(argv)
+    if not 1 <= getattr(args, "repeats", 1) <= 20:
+        parser.error("--repeats is 1..20")
     if (
         not (1 <= getattr(args, "concurrency", 1) <= 2048)
         or args.__dict__.get("max_rate", 0) > 2000

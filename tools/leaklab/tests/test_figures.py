@@ -166,6 +166,8 @@ def test_formats_and_expressions() -> None:
     assert render("{a:3sig} [{b:,.0f}]", {"a": 79.327, "b": 16662.0}) == "79.3 [16,662]"
     load = {"impatient": 0.1, "rate": 150, "duration": 60}
     assert evaluate("round(impatient * rate * duration)", load) == 900
+    # Repeated runs are quoted by their median (issue 37: five runs per variant).
+    assert evaluate("median(a, b, c, d, e)", {"a": 9, "b": 1, "c": 5, "d": 3, "e": 7}) == 5
     with pytest.raises(LeakLabError, match="not allowed"):
         evaluate("rate.__class__", {"rate": 150})
     with pytest.raises(LeakLabError, match="names 'missing'"):

@@ -3,7 +3,7 @@
 Each returns named fields; the figure's `format` (Python's format language, plus
 `Nsig` for N significant digits that keeps trailing zeros: 86.0, 0.950) turns them
 into the text the prose must quote. An optional `expr` (arithmetic over the fields:
-+ - * / ** and round, abs, min, max) adds fields computed from them.
++ - * / ** and round, abs, min, max, median) adds fields computed from them.
 
 - `fit`: a run's slope over the steady window, as `leaklab compare` fits it (the
   harness's `analysis.series_fit`): `slope`, `low`, `high`, `half` (half the interval's
@@ -331,12 +331,19 @@ _OPS: dict[type, Callable[..., Any]] = {
     ast.Pow: operator.pow,
     ast.USub: operator.neg,
 }
-_CALLS: dict[str, Callable[..., Any]] = {"round": round, "abs": abs, "min": min, "max": max}
+# median: a figure quoted from repeated runs (one dataset each) is their median.
+_CALLS: dict[str, Callable[..., Any]] = {
+    "round": round,
+    "abs": abs,
+    "min": min,
+    "max": max,
+    "median": lambda *values: statistics.median(values),
+}
 
 
 def evaluate(expr: str, fields: dict[str, Any]) -> Any:
     """Arithmetic over the fields, nothing else (no attribute, no import, no call but
-    round, abs, min and max): a figures file is data, not code."""
+    round, abs, min, max and median): a figures file is data, not code."""
 
     def walk(node: ast.AST) -> Any:
         if isinstance(node, ast.Expression):
