@@ -414,7 +414,7 @@ def rates(start_rate: float, factor: float, top: float) -> list[float]:
 def saturate(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
     for variant, name in schedule(args.variants, args.repeats):
         with ProcessGroup(ledger=ledger) as group:
-            run = start(lab, variant, group, False, args.fixed_heap, args.gc_log)
+            run = start(lab, variant, group, False, fixed_heap=args.fixed_heap, gc_log=args.gc_log)
             say(
                 describe(
                     drive(run, group, "warmup", args.start_rate, args.warmup_s, args.concurrency)

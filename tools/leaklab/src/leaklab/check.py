@@ -18,6 +18,7 @@ from pathlib import Path
 from leaklab import status
 from leaklab.grading.grade import READY, gate
 from leaklab.spec import Lab
+from leaklab.variants import PATCH_PREFIX
 
 
 @dataclass
@@ -52,10 +53,10 @@ def check(lab: Lab, log: Callable[[str], None] = print, variant: str = "mine") -
         log=_test_log(result.reason),
         ignored=result.ignored,
         own_tests=result.own_tests,
+        variant=variant,
     )
     if variant == "mine":  # a patch says nothing about the learner's tree
         status.record(lab, "check", passed, tree)
-    checked.variant = variant
     return checked
 
 
@@ -72,11 +73,9 @@ def report(lab: Lab, checked: Checked) -> list[str]:
     """What `leaklab check` prints: one verdict line, then what to do."""
     if checked.variant == "mine":
         what, grade = f"your tree (labs/{lab.slug}/{', '.join(lab.editable)})", ""
-    else:  # patch:FILE
-        what, grade = (
-            f"the published service with {checked.variant[len('patch:') :]}",
-            (f" --patch {checked.variant[len('patch:') :]}"),
-        )
+    else:
+        patch = checked.variant.removeprefix(PATCH_PREFIX)
+        what, grade = f"the published service with {patch}", f" --patch {patch}"
     if checked.passed:
         lines = [
             f"PASS  lab {lab.number}: {what} builds and passes the course's "

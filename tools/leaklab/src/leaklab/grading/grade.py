@@ -287,7 +287,6 @@ def hint_for(lab: Lab, result: GradeResult) -> str | None:
     if result.passed or result.status == "not_attempted":
         return None
     number = lab.slug.split("-", 1)[0]
-    graded = result.variant  # the learner's tree (mine) or the patch that was graded
     if result.stage == "build" and "does not apply" in result.reason:
         return (
             "a submitted patch must apply to the published service: make it with `git diff` "
@@ -299,12 +298,12 @@ def hint_for(lab: Lab, result: GradeResult) -> str | None:
     if result.stage == "tests":
         return (
             "the course's tests say what behaviour must still hold: run "
-            f"`leaklab test {number} --variant {graded}` and read the failed assertion"
+            f"`leaklab test {number} --variant {result.variant}` and read the failed assertion"
         )
     if result.stage == "run":
         return (
             f"the service must start and answer under load: `leaklab run {number} "
-            f"--variant {graded}` shows its log"
+            f"--variant {result.variant}` shows its log"
         )
     if result.stage == "checks":
         failed = [c.name for c in result.checks if not c.passed]
