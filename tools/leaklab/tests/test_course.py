@@ -18,10 +18,10 @@ from test_student import FIX as STUDENT_FIX
 
 from leaklab import dataset, dev, report
 from leaklab.analysis import Fit
-from leaklab.build import build_tree, build_variant, run_tests
+from leaklab.build import build_tree, build_variant, run_tests, variant_key
 from leaklab.errors import LeakLabError
 from leaklab.grading import diff
-from leaklab.grading.grade import READY, GradeResult, gate, grade
+from leaklab.grading.grade import READY, GradeResult, gate, grade, published_lab, rejudge
 from leaklab.notebooks import execute
 from leaklab.spec import lab_slugs, load_lab
 from leaklab.variants import materialise
@@ -70,6 +70,12 @@ class Case:
     def id(self) -> str:
         return f"{self.slug}-{self.patch.stem}"
 
+    @property
+    def recording(self) -> Path:
+        """The dataset of the grade a `measured-once/` case was measured with, copied
+        unchanged from `.leaklab/grades/` (JSON, and its CSV beside it), when it has one."""
+        return self.patch.with_suffix(".graded.json")
+
 
 def read_case(slug: str, patch: Path) -> Case:
     sidecar = patch.with_suffix(".toml")
@@ -98,6 +104,8 @@ def all_cases(folders: tuple[str, ...] = ("pass", "fail", "measured-once")) -> l
 
 
 GRADING_CASES = all_cases(("pass", "fail"))
+# Cases measured once, out of CI for time, whose recorded run CI judges again.
+RECORDED_CASES = [c for c in all_cases(("measured-once",)) if c.recording.is_file()]
 # The student's end-to-end test grades one passing case of lab 01 through the classroom
 # workflow's command (test_student.py): that is the case's measured grade, so it is not
 # measured a second time here (45 s of CI).
@@ -253,15 +261,19 @@ def test_every_grading_case_declares_its_family_and_stage(case: Case) -> None:
         re.compile(case.reason)
     else:
         assert case.measured, f"{case.id}: measured once, but no recorded result"
+        if case.recording.is_file():
+            assert case.stage in LOAD_STAGES and case.reason, f"{case.id}: recorded, no stage"
 
 
 @pytest.mark.parametrize("slug", [s for s in LABS if (GRADING / s).is_dir()])
 def test_every_load_stage_check_rejects_a_case_in_ci(slug: str) -> None:
     """A check no case fails in CI may be trivially true (a counter the learner's code
     decides, a behaviour satisfied by doing nothing): each one rejects at least one
-    case that CI grades under load, or is named, with why, in grading/UNCOVERED.toml,
-    a list that may only shrink (an entry a case now covers fails this test too)."""
-    declared = [c for c in GRADING_CASES if c.slug == slug and c.stage in LOAD_STAGES]
+    case in CI, graded under load or judged on its recorded run (below), or is named,
+    with why, in grading/UNCOVERED.toml, a list that may only shrink (an entry a case
+    now covers fails this test too)."""
+    cases = GRADING_CASES + RECORDED_CASES
+    declared = [c for c in cases if c.slug == slug and c.stage in LOAD_STAGES]
     missing = {
         name
         for stage, name in load_stage_checks(slug)
@@ -296,6 +308,29 @@ def test_every_grading_case_reaches_the_load_or_fails_where_it_declares(case: Ca
         assert case.reason and re.search(case.reason, _said(result)), result.reason
     else:
         assert result.stage == READY, f"{result.stage}: {result.reason}"
+
+
+@pytest.mark.parametrize("case", RECORDED_CASES, ids=lambda c: c.id)
+def test_a_case_measured_once_fails_where_it_declares_on_its_recorded_run(case: Case) -> None:
+    """A case measured once under load, out of CI for time, keeps the dataset its grade
+    wrote; CI judges that run again with today's verdict, cross-check and checks (against
+    today's captured solution run), so the check it declares is held to a real measured
+    run in seconds. The recording must be of the tree the case makes today, measured
+    from a clean commit: a change to the lab or the patch asks for a new recording."""
+    recorded = dataset.read(case.recording)
+    lab = published_lab(load_lab(case.slug))
+    variant = str(recorded.meta.get("variant", ""))
+    assert recorded.meta.get("lab") == case.slug, recorded.meta.get("lab")
+    assert variant.startswith("patch:") and Path(variant).name == case.patch.name, variant
+    assert recorded.meta.get("git_dirty") is False, "recorded from a tree with uncommitted work"
+    assert recorded.meta.get("build_key") == variant_key(lab, case.variant, course_tests=True), (
+        f"{case.id}: the recording measured another tree than the case makes today: grade "
+        f"it again (`leaklab grade {case.slug[:2]} --patch {case.patch}`) and copy the new "
+        "dataset in"
+    )
+    result = rejudge(lab, recorded)
+    assert not result.passed and result.stage == case.stage, f"{result.stage}: {result.reason}"
+    assert case.reason and re.search(case.reason, _said(result)), result.reason
 
 
 @pytest.mark.leak

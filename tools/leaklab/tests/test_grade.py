@@ -14,8 +14,8 @@ import pytest
 from conftest import git, publish
 from test_base import add_regression_test
 
-from leaklab import base, report
-from leaklab.build import build_variant, run_tests
+from leaklab import base, dataset, report
+from leaklab.build import build_variant, run_tests, variant_key
 from leaklab.dataset import Dataset
 from leaklab.errors import LeakLabError
 from leaklab.grading import diff
@@ -384,6 +384,23 @@ def test_an_untouched_lab_is_not_attempted_at_once(graded_repo: Path) -> None:
     assert (result.status, result.stage, result.passed) == ("not_attempted", "scope", False)
     assert result.hint is None and time.monotonic() - started < 5
     assert result.dataset is None and not (graded_repo / ".leaklab" / "grades").exists()
+
+
+def test_a_recorded_grade_is_judged_again_as_it_was_graded(graded_repo: Path) -> None:
+    """`rejudge` on the dataset a grade wrote reaches the grade's verdict, stage and
+    checks, and `variant_key` names the build that grade measured: CI holds a case
+    measured once to today's checks this way, on the tree it still makes."""
+    lab = load_lab("90", graded_repo)
+    variant = write_patch(graded_repo, SLOW_FIX)
+    graded = grade(lab, variant, log=quiet)
+    assert graded.dataset is not None
+    recorded = dataset.read(Path(graded.dataset).with_suffix(".json"))
+    again = grade_module.rejudge(lab, recorded)
+    assert (again.passed, again.stage, again.verdict) == (False, "checks", "flat")
+    assert [c.passed for c in again.checks] == [c.passed for c in graded.checks]
+    assert again.reason == graded.reason
+    assert recorded.meta["build_key"] == variant_key(lab, variant, course_tests=True)
+    assert recorded.meta["build_key"] != variant_key(lab, "fixed", course_tests=True)
 
 
 def test_every_grade_keeps_its_dataset(graded_repo: Path) -> None:

@@ -102,6 +102,17 @@ def build_variant(
         return _build_tree(lab, src, commands, f"{lab.slug} {variant}", log)
 
 
+def variant_key(lab: Lab, variant: str, course_tests: bool = False) -> str:
+    """The key `build_variant` would build this variant under, without building it: a
+    recorded run names the build it measured, and this tells whether the tree it was
+    built from is still the one the variant makes."""
+    lab = lab.for_variant(variant)
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "src"
+        materialise(lab, variant, src, course_tests=course_tests)
+        return _key(lab, src, lab.build.commands)
+
+
 def build_tree(lab: Lab, src: Path, what: str, log: Callable[[str], None] = print) -> Built:
     """Build a source tree made by hand (e.g. broken with the solution's regression test
     copied in): it is moved into the cache like a variant's."""
@@ -236,6 +247,11 @@ def _build_root(lab: Lab) -> Path:
     return root
 
 
+def _key(lab: Lab, src: Path, commands: tuple[Command, ...]) -> str:
+    preset_values = [repr(sorted(lab.build.values.items()))] if lab.build.values else []
+    return tree_hash(src, [repr(c) for c in commands] + preset_values)
+
+
 def _build_tree(
     lab: Lab,
     src: Path,
@@ -246,8 +262,7 @@ def _build_tree(
 ) -> Built:
     """Build `src` in the cache (by its key), running the commands in `src/workdir`
     (which is also their `{src}`); `Built.src` is the tree's root."""
-    preset_values = [repr(sorted(lab.build.values.items()))] if lab.build.values else []
-    key = tree_hash(src, [repr(c) for c in commands] + preset_values)
+    key = _key(lab, src, commands)
     home = _build_root(lab) / key
     out = home / "out"
     with _exclusive(lab, key):

@@ -460,15 +460,7 @@ def _measure(
             _fail(result, "run", f"the service did not run under load: {exc.what}")
             return None
         mine, result.dataset = ran.data, str(ran.csv)
-        summary = report.summarise(lab, mine)
-        if summary.busy:  # said as `run` says it: a verdict from a starved run is weak
-            log(summary.busy)
-        result.time_to_limit = _time_to_limit(summary)
-        result.verdict = summary.verdict
-        result.slope = _fit(summary.fits[lab.analysis.verdict_series])
-        result.load_s = load_seconds(mine)
-        decision = sequential.recorded(mine.meta)
-        result.decided = str(decision) if decision else None
+        summary = _read_run(lab, mine, result, log)
         if summary.verdict != "unclear":
             break
         if attempt < how.retries:
@@ -476,6 +468,39 @@ def _measure(
     assert mine is not None
     result.versions = {k: str(v) for k, v in mine.meta.get("versions", {}).items()}
     return mine
+
+
+def _read_run(
+    lab: Lab, mine: dataset.Dataset, result: GradeResult, log: Callable[[str], None]
+) -> report.RunSummary:
+    """The run's verdict, slope, length and deciding look, into the result."""
+    summary = report.summarise(lab, mine)
+    if summary.busy:  # said as `run` says it: a verdict from a starved run is weak
+        log(summary.busy)
+    result.time_to_limit = _time_to_limit(summary)
+    result.verdict = summary.verdict
+    result.slope = _fit(summary.fits[lab.analysis.verdict_series])
+    result.load_s = load_seconds(mine)
+    decision = sequential.recorded(mine.meta)
+    result.decided = str(decision) if decision else None
+    return summary
+
+
+def rejudge(lab: Lab, recorded: dataset.Dataset) -> GradeResult:
+    """A grade's recorded run judged again, as the grade judged it when it was measured:
+    the verdict, the RSS cross-check and every check, from the run's series and counts,
+    against the captured solution run. A case measured once, out of CI for time, is
+    judged by today's checks this way in seconds; the caller makes sure the recording
+    measured the tree the case still makes (`leaklab.build.variant_key`)."""
+    lab = published_lab(lab)
+    result = GradeResult(lab.slug, str(recorded.meta.get("variant", "")))
+    result.thresholds = _thresholds(lab)
+    result.series = lab.analysis.verdict_series
+    result.unit = report.unit_per_min(lab.analysis.verdict_series)
+    refs = reference(lab)
+    _describe_references(lab, lab.grade, refs, result)
+    _read_run(lab, recorded, result, log=lambda _: None)
+    return _judge(lab, lab.grade, recorded, refs.get("fixed"), result)
 
 
 def _judge(
