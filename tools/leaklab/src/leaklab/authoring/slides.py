@@ -98,6 +98,7 @@ LABELS = {
     "go_heap_live_bytes": "live heap",
     "jvm_heap_after_gc_bytes": "JVM heap after GC",
     "beam_binary_bytes": "BEAM binaries",
+    "beam_processes_bytes": "BEAM processes",
     "rust_allocated_bytes": "Rust allocated",
     "live_heap_bytes": "live heap",
     "allocated_bytes": "allocated (rate)",
