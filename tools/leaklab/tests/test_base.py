@@ -251,3 +251,27 @@ def test_the_course_map_row_must_name_the_lab_as_its_manifest(fake_repo: Path) -
     assert "should name the lab as lab.toml" in " ".join(dev._map_problems(lab))
     readme.write_text("no map at all\n")
     assert "has no row linking the lab" in dev._map_problems(lab)[0]
+
+
+def test_a_course_copy_another_process_made_first_serves_both(
+    fake_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two test workers (or a grade beside a run) may copy the same published course at
+    once: the one that finishes second finds the copy made and uses it, instead of
+    failing on a rename into a folder that now exists."""
+    found = base.find(fake_repo, "90-fake")
+    home = found.course()
+    made_first = shutil.copytree(home, tmp_path / "made-by-the-other-process")
+    shutil.rmtree(home)
+
+    export_tree = base.export_tree
+
+    def the_other_process_finishes_meanwhile(*args: object) -> None:
+        export_tree(*args)  # type: ignore[arg-type]
+        if not home.exists():
+            shutil.copytree(made_first, home)
+
+    monkeypatch.setattr(base, "export_tree", the_other_process_finishes_meanwhile)
+    assert found.course() == home
+    assert (home / "labs" / "90-fake" / "lab.toml").is_file()
+    assert not [p for p in home.parent.iterdir() if p.name.startswith(".staging-")]
