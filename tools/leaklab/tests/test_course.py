@@ -21,7 +21,15 @@ from leaklab.analysis import Fit
 from leaklab.build import build_tree, build_variant, run_tests, variant_key
 from leaklab.errors import LeakLabError
 from leaklab.grading import diff
-from leaklab.grading.grade import READY, GradeResult, gate, grade, published_lab, rejudge
+from leaklab.grading.grade import (
+    READY,
+    GradeResult,
+    gate,
+    grade,
+    load_params,
+    published_lab,
+    rejudge,
+)
 from leaklab.notebooks import execute
 from leaklab.spec import lab_slugs, load_lab
 from leaklab.variants import materialise
@@ -323,6 +331,7 @@ def test_a_case_measured_once_fails_where_it_declares_on_its_recorded_run(case: 
     assert recorded.meta.get("lab") == case.slug, recorded.meta.get("lab")
     assert variant.startswith("patch:") and Path(variant).name == case.patch.name, variant
     assert recorded.meta.get("git_dirty") is False, "recorded from a tree with uncommitted work"
+    assert recorded.meta.get("load_params") == load_params(lab), "recorded under another load"
     assert recorded.meta.get("build_key") == variant_key(lab, case.variant, course_tests=True), (
         f"{case.id}: the recording measured another tree than the case makes today: grade "
         f"it again (`leaklab grade {case.slug[:2]} --patch {case.patch}`) and copy the new "

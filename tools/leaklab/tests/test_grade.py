@@ -400,6 +400,7 @@ def test_a_recorded_grade_is_judged_again_as_it_was_graded(graded_repo: Path) ->
     assert [c.passed for c in again.checks] == [c.passed for c in graded.checks]
     assert again.reason == graded.reason
     assert recorded.meta["build_key"] == variant_key(lab, variant, course_tests=True)
+    assert recorded.meta["load_params"] == grade_module.load_params(lab)
     assert recorded.meta["build_key"] != variant_key(lab, "fixed", course_tests=True)
 
 

@@ -435,7 +435,7 @@ def _measure(
     lab: Lab, how: RunPlan, result: GradeResult, log: Callable[[str], None]
 ) -> dataset.Dataset | None:
     """Run under the standard load; an unclear verdict is measured once more."""
-    params = {"duration": f"{how.spec.duration_s:g}"} if how.spec.duration_s else None
+    params = _overrides(how.spec)
     # No idle phase and no snapshots: the verdict window is the load phase, and the
     # checks read the series and the load's counts. (`leaklab run` keeps both.)
     dest = work_dir(lab.root) / "grades" / lab.slug
@@ -468,6 +468,17 @@ def _measure(
     assert mine is not None
     result.versions = {k: str(v) for k, v in mine.meta.get("versions", {}).items()}
     return mine
+
+
+def _overrides(spec: GradeSpec) -> dict[str, str] | None:
+    """What a grade changes in the lab's standard load: its length, when `[grade]` sets one."""
+    return {"duration": f"{spec.duration_s:g}"} if spec.duration_s else None
+
+
+def load_params(lab: Lab) -> dict[str, str]:
+    """The parameters a grade of this lab runs its load with (a run records them as
+    `load_params`): a recorded grade measured under others is not today's grade."""
+    return {**lab.params, **(_overrides(lab.grade) or {})}
 
 
 def _read_run(
