@@ -206,7 +206,9 @@ def jvm_options(argv: list[str], fixed_heap: bool, gc_log: Path | None) -> list[
         out = [a for a in out if not a.startswith("-Xms")]
         out.insert(out.index(xmx[-1]) + 1, "-Xms" + xmx[-1].removeprefix("-Xmx"))
     if gc_log is not None:
-        out.insert(1, f"-Xlog:gc:file={gc_log}:utctime,uptime")
+        # Quoted: a patch variant's run folder has a colon in its name (`patch:FILE`),
+        # which -Xlog would otherwise read as the end of the file name.
+        out.insert(1, f'-Xlog:gc:file="{gc_log}":utctime,uptime')
     return out
 
 
