@@ -191,7 +191,9 @@ def children_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def jvm_options(argv: list[str], fixed_heap: bool, gc_log: Path | None) -> list[str]:
+def jvm_options(
+    argv: list[str], fixed_heap: bool, gc_log: Path | None, collector: str = "g1"
+) -> list[str]:
     """The JVM's command line with the heap fixed at its maximum (`-Xms` = `-Xmx`, so G1
     does not grow the heap during a run) and a GC log (one line per collection: pause,
     heap before -> after (committed), wall clock and JVM uptime) written to `gc_log`.
@@ -205,8 +207,15 @@ def jvm_options(argv: list[str], fixed_heap: bool, gc_log: Path | None) -> list[
             raise LeakLabError("the JVM's command line names no -Xmx to fix the heap at")
         out = [a for a in out if not a.startswith("-Xms")]
         out.insert(out.index(xmx[-1]) + 1, "-Xms" + xmx[-1].removeprefix("-Xmx"))
+    if collector == "zgc":
+        # The tuned-JVM arm: ZGC (generational, the only mode since JDK 23) in place of
+        # the G1 lab.toml names; everything else as it was.
+        out = [a for a in out if not (a.startswith("-XX:+Use") and a.endswith("GC"))]
+        out.insert(1, "-XX:+UseZGC")
     if gc_log is not None:
-        out.insert(1, f"-Xlog:gc:file={gc_log}:utctime,uptime")
+        # Quoted: a patch variant's run folder has a colon in its name (`patch:FILE`),
+        # which -Xlog would otherwise read as the end of the file name.
+        out.insert(1, f'-Xlog:gc:file="{gc_log}":utctime,uptime')
     return out
 
 
@@ -217,6 +226,7 @@ def start(
     profiler_agent: bool,
     fixed_heap: bool = False,
     gc_log: bool = False,
+    collector: str = "g1",
 ) -> Running:
     """Build the variant and the load (cached), start the service and its samplers.
 
@@ -228,7 +238,9 @@ def start(
     argv = vlab.service.command.render(setup.values)
     if not profiler_agent:
         argv = [a for a in argv if not a.startswith("-javaagent:")]
-    argv = jvm_options(argv, fixed_heap, setup.artefacts / "gc.log" if gc_log else None)
+    argv = jvm_options(
+        argv, fixed_heap, setup.artefacts / "gc.log" if gc_log else None, collector
+    )
     log = setup.run_dir / "service.log"
     with log.open("ab") as sink:
         child = group.start(
@@ -414,7 +426,15 @@ def rates(start_rate: float, factor: float, top: float) -> list[float]:
 def saturate(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
     for variant, name in schedule(args.variants, args.repeats):
         with ProcessGroup(ledger=ledger) as group:
-            run = start(lab, variant, group, False, fixed_heap=args.fixed_heap, gc_log=args.gc_log)
+            run = start(
+                lab,
+                variant,
+                group,
+                False,
+                fixed_heap=args.fixed_heap,
+                gc_log=args.gc_log,
+                collector=args.collector,
+            )
             say(
                 describe(
                     drive(run, group, "warmup", args.start_rate, args.warmup_s, args.concurrency)
@@ -444,6 +464,7 @@ def saturate(args: argparse.Namespace, lab: Lab, ledger: Ledger) -> None:
                 "profiler": "none on either side",
                 "jvm_fixed_heap": args.fixed_heap,
                 "jvm_gc_log": "gc.log in the run's folder" if args.gc_log else None,
+                "jvm_collector": args.collector,
             }
         # Each service's run is complete in itself: written as soon as it has ended.
         path = write(lab, args.folder, name, run, {"saturation": rule}, ledger)
@@ -624,6 +645,9 @@ def main(argv: list[str] | None = None) -> int:
     sat.add_argument("--concurrency", type=int, default=256)
     sat.add_argument("--fixed-heap", action="store_true", help="the JVM with -Xms = -Xmx")
     sat.add_argument("--gc-log", action="store_true", help="the JVM writes a GC log (-Xlog:gc)")
+    sat.add_argument(
+        "--collector", choices=["g1", "zgc"], default="g1", help="the JVM's collector"
+    )
     sat.add_argument("--folder", default="saturation", help="the dataset folder")
     att = sub.add_parser("attribute", help="latency, CPU and profiles under the standard load")
     experiments = [f"patch:{EXPERIMENTS}/{n}.patch" for n in ("flush-only", "alloc-only")]

@@ -32,11 +32,15 @@ def _measure() -> ModuleType:
     return module
 
 
-def test_the_jvm_gets_its_heap_fixed_and_writes_a_gc_log(tmp_path: Path) -> None:
+# A patch variant's run folder is named after it, `patch:FILE` with its colon, and -Xlog
+# reads an unquoted colon as the end of the file name.
+@pytest.mark.parametrize("folder", ["fixed", "patch:solutions/x.patch"])
+def test_the_jvm_gets_its_heap_fixed_and_writes_a_gc_log(tmp_path: Path, folder: str) -> None:
     java = shutil.which("java")
     if java is None:
         pytest.fail("no java on PATH: run scripts/setup --lab 05")
-    log = tmp_path / "gc.log"
+    log = tmp_path / folder / "gc.log"
+    log.parent.mkdir(parents=True)
     argv = _measure().jvm_options(["java", "-Xmx64m", "-XX:+UseG1GC"], True, log)
     done = subprocess.run(
         [java, *argv[1:], "-XX:+PrintFlagsFinal", "-version"],
@@ -77,3 +81,24 @@ def test_repeats_interleave_the_variants_and_are_numbered() -> None:
         ("fixed", "fixed-r2"),
         ("tokio", "tokio-r2"),
     ]
+
+
+def test_the_tuned_arm_runs_the_jvm_on_zgc_instead_of_g1(tmp_path: Path) -> None:
+    java = shutil.which("java")
+    if java is None:
+        pytest.fail("no java on PATH: run scripts/setup --lab 05")
+    argv = _measure().jvm_options(["java", "-Xmx64m", "-XX:+UseG1GC"], True, None, "zgc")
+    done = subprocess.run(
+        [java, *argv[1:], "-XX:+PrintFlagsFinal", "-version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    flags = {
+        parts[1]: parts[3]
+        for line in done.stdout.splitlines()
+        if len(parts := line.split()) >= 4 and parts[2] == "="
+    }
+    assert (flags["UseZGC"], flags["UseG1GC"]) == ("true", "false")
+    assert flags["MaxHeapSize"] == flags["InitialHeapSize"] == str(64 * 1024 * 1024)
