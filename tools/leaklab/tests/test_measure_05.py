@@ -42,18 +42,7 @@ def test_the_jvm_gets_its_heap_fixed_and_writes_a_gc_log(tmp_path: Path, folder:
     log = tmp_path / folder / "gc.log"
     log.parent.mkdir(parents=True)
     argv = _measure().jvm_options(["java", "-Xmx64m", "-XX:+UseG1GC"], True, log)
-    done = subprocess.run(
-        [java, *argv[1:], "-XX:+PrintFlagsFinal", "-version"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    flags = {
-        parts[1]: parts[3]
-        for line in done.stdout.splitlines()
-        if len(parts := line.split()) >= 4 and parts[2] == "="
-    }
+    flags = _final_flags(java, argv)
     assert flags["MaxHeapSize"] == flags["InitialHeapSize"] == str(64 * 1024 * 1024)
     assert "Using G1" in log.read_text()
 
@@ -88,6 +77,13 @@ def test_the_tuned_arm_runs_the_jvm_on_zgc_instead_of_g1(tmp_path: Path) -> None
     if java is None:
         pytest.fail("no java on PATH: run scripts/setup --lab 05")
     argv = _measure().jvm_options(["java", "-Xmx64m", "-XX:+UseG1GC"], True, None, "zgc")
+    flags = _final_flags(java, argv)
+    assert (flags["UseZGC"], flags["UseG1GC"]) == ("true", "false")
+    assert flags["MaxHeapSize"] == flags["InitialHeapSize"] == str(64 * 1024 * 1024)
+
+
+def _final_flags(java: str, argv: list[str]) -> dict[str, str]:
+    """The JVM's final flags for these options, as `-XX:+PrintFlagsFinal` prints them."""
     done = subprocess.run(
         [java, *argv[1:], "-XX:+PrintFlagsFinal", "-version"],
         capture_output=True,
@@ -95,10 +91,8 @@ def test_the_tuned_arm_runs_the_jvm_on_zgc_instead_of_g1(tmp_path: Path) -> None
         timeout=60,
         check=True,
     )
-    flags = {
+    return {
         parts[1]: parts[3]
         for line in done.stdout.splitlines()
         if len(parts := line.split()) >= 4 and parts[2] == "="
     }
-    assert (flags["UseZGC"], flags["UseG1GC"]) == ("true", "false")
-    assert flags["MaxHeapSize"] == flags["InitialHeapSize"] == str(64 * 1024 * 1024)
