@@ -32,7 +32,7 @@ from leaklab.grading.grade import (
 )
 from leaklab.notebooks import execute
 from leaklab.spec import lab_slugs, load_lab
-from leaklab.variants import materialise
+from leaklab.variants import PATCH_PREFIX, materialise
 
 LABS = lab_slugs()
 VARIANTS = [(slug, v) for slug in LABS for v in load_lab(slug).variants]
@@ -329,7 +329,7 @@ def test_a_case_measured_once_fails_where_it_declares_on_its_recorded_run(case: 
     lab = published_lab(load_lab(case.slug))
     variant = str(recorded.meta.get("variant", ""))
     assert recorded.meta.get("lab") == case.slug, recorded.meta.get("lab")
-    assert variant.startswith("patch:") and Path(variant).name == case.patch.name, variant
+    assert variant.startswith(PATCH_PREFIX) and Path(variant).name == case.patch.name, variant
     assert recorded.meta.get("git_dirty") is False, "recorded from a tree with uncommitted work"
     assert recorded.meta.get("load_params") == load_params(lab), "recorded under another load"
     assert recorded.meta.get("build_key") == variant_key(lab, case.variant, course_tests=True), (

@@ -336,11 +336,20 @@ def _thresholds(lab: Lab) -> dict[str, float]:
     return {"flat_below": lab.analysis.flat_below, "grows_above": lab.analysis.grows_above}
 
 
+def _new_result(lab: Lab, variant: str) -> GradeResult:
+    """A grade's result before anything is decided: the lab's rule and its series."""
+    series = lab.analysis.verdict_series
+    return GradeResult(
+        lab.slug,
+        variant,
+        thresholds=_thresholds(lab),
+        series=series,
+        unit=report.unit_per_min(series),
+    )
+
+
 def _gate(lab: Lab, variant: str, log: Callable[[str], None]) -> GradeResult:
-    result = GradeResult(lab.slug, variant)
-    result.thresholds = _thresholds(lab)
-    result.series = lab.analysis.verdict_series
-    result.unit = report.unit_per_min(lab.analysis.verdict_series)
+    result = _new_result(lab, variant)
     try:
         result.ignored = ignored_changes(lab, variant)
     except LeakLabError as exc:
@@ -504,10 +513,7 @@ def rejudge(lab: Lab, recorded: dataset.Dataset) -> GradeResult:
     judged by today's checks this way in seconds; the caller makes sure the recording
     measured the tree the case still makes (`leaklab.build.variant_key`)."""
     lab = published_lab(lab)
-    result = GradeResult(lab.slug, str(recorded.meta.get("variant", "")))
-    result.thresholds = _thresholds(lab)
-    result.series = lab.analysis.verdict_series
-    result.unit = report.unit_per_min(lab.analysis.verdict_series)
+    result = _new_result(lab, str(recorded.meta.get("variant", "")))
     refs = reference(lab)
     _describe_references(lab, lab.grade, refs, result)
     _read_run(lab, recorded, result, log=lambda _: None)
