@@ -23,6 +23,21 @@ defmodule SocketApi.FramesTest do
     assert {:ok, [{:ping, "p"}, {:text, "abcdef"}], _} = Frames.feed(Frames.new(@max), bytes)
   end
 
+  test "a text frame from iodata is the frame cowlib makes of the same bytes, at every length size" do
+    for size <- [0, 125, 126, 65_535, 65_536] do
+      payload = ["{", String.duplicate("x", max(size - 2, 0)), "}"] |> IO.iodata_to_binary()
+      payload = binary_part(payload, 0, size)
+
+      parts = [
+        binary_part(payload, 0, div(size, 2)),
+        binary_part(payload, div(size, 2), size - div(size, 2))
+      ]
+
+      assert IO.iodata_to_binary(Frames.text(parts)) ==
+               IO.iodata_to_binary(:cow_ws.frame({:text, payload}, %{}))
+    end
+  end
+
   test "an unmasked client frame is a protocol error (1002)" do
     assert {:error, 1002} = Frames.feed(Frames.new(@max), IO.iodata_to_binary(Frames.text("x")))
   end

@@ -53,7 +53,7 @@ defmodule SocketApi.ListenerTest do
     # staying blocked with its payloads.
     reply = %{type: "reply", ref: "2", topic: "t", status: "ok", items: [filler()]}
     payload = :jiffy.encode(reply)
-    for _ <- 1..64, do: send(conn, {:socket_push, payload})
+    for _ <- 1..64, do: send(conn, {:socket_push, :text, payload})
 
     assert_receive {:DOWN, ^ref, :process, ^conn, _reason}, 20_000
     assert {:error, :closed} = drain(client.socket)

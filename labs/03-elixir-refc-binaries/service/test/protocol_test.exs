@@ -28,6 +28,37 @@ defmodule SocketApi.ProtocolTest do
     assert {:error, "9", :bad_topic} = Protocol.decode(~s({"type":"join","ref":"9","topic":""}))
   end
 
+  test "a reply is the JSON jiffy writes, as iodata that places each plain string as given" do
+    source = String.duplicate("abcdefgh", 32)
+    summary = binary_part(source, 8, 80)
+
+    items = [%{"id" => 7, "summary" => summary, "changed" => true, "quote" => ~s(say "hi"\n)}]
+    reply = Protocol.reply("2", "t", items)
+
+    assert :jiffy.decode(IO.iodata_to_binary(reply), [:return_maps]) ==
+             :jiffy.decode(
+               :jiffy.encode(%{
+                 "type" => "reply",
+                 "ref" => "2",
+                 "topic" => "t",
+                 "status" => "ok",
+                 "items" => items
+               }),
+               [:return_maps]
+             )
+
+    # Placed, not copied, as Poison's and Jason's `encode_to_iodata!` place a string
+    # that needs no escaping.
+    assert Enum.any?(
+             leaves(reply),
+             &(&1 === summary and
+                 :binary.referenced_byte_size(&1) == :binary.referenced_byte_size(summary))
+           )
+  end
+
+  defp leaves(iodata) when is_list(iodata), do: Enum.flat_map(iodata, &leaves/1)
+  defp leaves(leaf), do: [leaf]
+
   test "an error without a ref carries a JSON null, not the string \"nil\"" do
     json = IO.iodata_to_binary(Protocol.error(nil, :invalid_json))
     assert %{"ref" => :null, "reason" => "invalid_json"} = :jiffy.decode(json, [:return_maps])

@@ -4,10 +4,11 @@ defmodule SocketApi.Channel do
 
   It lives as long as the join: it stops on `leave` and when its connection goes
   away (it monitors the connection). Requests arrive as casts. The channel builds the
-  reply, encodes it, and sends its connection only the encoded payload, as
-  `{:socket_push, payload}`: the connection writes it to the socket as one text frame.
-  Between requests it keeps each item's last version (`seen`, the profiles' etags),
-  so that the next reply can say which items changed.
+  reply, encodes it, and sends its connection the encoded iodata, as
+  `{:socket_push, :text, iodata}`, the message Phoenix's channel server sends its socket
+  process: the connection writes it to the socket as one text frame. Between requests
+  it keeps each item's last version (`seen`, the profiles' etags), so that the next
+  reply can say which items changed.
   """
   use GenServer, restart: :temporary
 
@@ -18,7 +19,7 @@ defmodule SocketApi.Channel do
   @spec start_link({binary(), pid()}) :: GenServer.on_start()
   def start_link({topic, connection}), do: GenServer.start_link(__MODULE__, {topic, connection})
 
-  @doc "Asks for `params` on behalf of `ref`; the connection gets `{:socket_push, payload}`."
+  @doc "Asks for `params` on behalf of `ref`; the connection gets `{:socket_push, :text, iodata}`."
   @spec request(pid(), binary(), map()) :: :ok
   def request(channel, ref, params), do: GenServer.cast(channel, {:request, ref, params})
 
@@ -31,8 +32,8 @@ defmodule SocketApi.Channel do
   @impl true
   def handle_cast({:request, ref, params}, state) do
     {items, etags} = Catalog.list_items(state.topic, params, state.seen)
-    payload = IO.iodata_to_binary(Protocol.reply(ref, state.topic, items))
-    send(state.connection, {:socket_push, payload})
+    payload = Protocol.reply(ref, state.topic, items)
+    send(state.connection, {:socket_push, :text, payload})
     {:noreply, %{state | seen: Map.merge(state.seen, etags)}}
   end
 

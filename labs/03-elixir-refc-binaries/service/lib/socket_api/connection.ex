@@ -51,8 +51,8 @@ defmodule SocketApi.Connection do
   def handle_info({:tcp_error, socket, _reason}, %{socket: socket} = state),
     do: {:stop, :normal, state}
 
-  # A channel's reply, already encoded: only written to the socket here.
-  def handle_info({:socket_push, payload}, state) do
+  # A channel's reply, already encoded (iodata): only written to the socket here.
+  def handle_info({:socket_push, :text, payload}, state) do
     send_text(state, payload)
     {:noreply, state}
   end

@@ -107,9 +107,19 @@ defmodule SocketApi.Frames do
   defp normalize(:close), do: {:close, 1005, <<>>}
   defp normalize(frame), do: frame
 
-  @doc "A server text frame (servers never mask); `:cow_ws.frame/2` wants one binary."
+  @doc """
+  A server text frame (servers never mask): a header, then the payload as it was given.
+
+  Cowboy writes a reply's iodata to the socket without joining it; cowlib 1.3's
+  `:cow_ws.frame/2` (Debian's) wants one binary, so the header is written here (RFC 6455,
+  5.2: FIN and opcode 1, then the length in 7, 7+16 or 7+64 bits).
+  """
   @spec text(iodata()) :: iodata()
-  def text(payload), do: :cow_ws.frame({:text, IO.iodata_to_binary(payload)}, @no_extensions)
+  def text(payload), do: [text_header(IO.iodata_length(payload)), payload]
+
+  defp text_header(len) when len < 126, do: <<1::1, 0::3, 1::4, 0::1, len::7>>
+  defp text_header(len) when len < 65_536, do: <<1::1, 0::3, 1::4, 0::1, 126::7, len::16>>
+  defp text_header(len), do: <<1::1, 0::3, 1::4, 0::1, 127::7, len::64>>
 
   @spec pong(binary()) :: iodata()
   def pong(payload), do: :cow_ws.frame({:pong, payload}, @no_extensions)

@@ -109,5 +109,38 @@ defmodule SocketApi.Protocol do
   defp json_null(nil), do: :null
   defp json_null(value), do: value
 
-  defp encode(doc), do: :jiffy.encode(doc)
+  # Encoded as Phoenix's JSON serializer encodes a message (`encode_to_iodata!/1`:
+  # Poison's in Phoenix 1.3, Jason's from 1.4): iodata, not one binary, in which a string
+  # that needs no escaping is placed as it is, not copied. Neither library can be fetched
+  # here (no Hex), so this is the course's own encoder, for the terms the protocol sends.
+  defp encode(doc), do: json(doc)
+
+  defp json(map) when is_map(map) do
+    pairs = Enum.map(map, fn {key, value} -> [json(to_key(key)), ?:, json(value)] end)
+    [?{, Enum.intersperse(pairs, ?,), ?}]
+  end
+
+  defp json(list) when is_list(list), do: [?[, Enum.intersperse(Enum.map(list, &json/1), ?,), ?]]
+  defp json(string) when is_binary(string), do: string_json(string, plain?(string))
+  defp json(integer) when is_integer(integer), do: Integer.to_string(integer)
+  defp json(float) when is_float(float), do: :erlang.float_to_binary(float, [:short])
+  defp json(literal) when literal in [true, false], do: Atom.to_string(literal)
+  defp json(:null), do: "null"
+  defp json(atom) when is_atom(atom), do: json(Atom.to_string(atom))
+
+  defp to_key(key) when is_atom(key), do: Atom.to_string(key)
+  defp to_key(key) when is_binary(key), do: key
+
+  # The string itself, between quotes, as Poison and Jason place it.
+  defp string_json(string, true), do: [?", string, ?"]
+  # Anything to escape: jiffy writes it (a new binary; Poison and Jason would place the
+  # unescaped runs as they are, which the protocol's strings never need).
+  defp string_json(string, false), do: :jiffy.encode(string)
+
+  # JSON must escape `"`, `\` and the control characters; UTF-8 passes as it is, as in
+  # Jason's default (`escape: :json`). Invalid UTF-8 goes to jiffy, which refuses it.
+  defp plain?(<<c, _::binary>>) when c < 0x20 or c == ?" or c == ?\\, do: false
+  defp plain?(<<_::utf8, rest::binary>>), do: plain?(rest)
+  defp plain?(<<>>), do: true
+  defp plain?(_invalid), do: false
 end
