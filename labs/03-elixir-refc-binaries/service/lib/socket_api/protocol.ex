@@ -110,9 +110,9 @@ defmodule SocketApi.Protocol do
   defp json_null(value), do: value
 
   # Encoded as Phoenix's JSON serializer encodes a message (`encode_to_iodata!/1`:
-  # Poison's in Phoenix 1.3, Jason's from 1.4): iodata, not one binary, in which a string
-  # that needs no escaping is placed as it is, not copied. Neither library can be fetched
-  # here (no Hex), so this is the course's own encoder, for the terms the protocol sends.
+  # Poison's in Phoenix 1.3, Jason's from 1.4): iodata, built as those two build it.
+  # Neither library can be fetched here (no Hex), so this is the course's own encoder,
+  # for the terms the protocol sends.
   defp encode(doc), do: json(doc)
 
   defp json(map) when is_map(map) do
@@ -131,10 +131,10 @@ defmodule SocketApi.Protocol do
   defp to_key(key) when is_atom(key), do: Atom.to_string(key)
   defp to_key(key) when is_binary(key), do: key
 
-  # The string itself, between quotes, as Poison and Jason place it.
+  # A string with nothing to escape, between quotes, as Poison and Jason write it.
   defp string_json(string, true), do: [?", string, ?"]
-  # Anything to escape: jiffy writes it (a new binary; Poison and Jason would place the
-  # unescaped runs as they are, which the protocol's strings never need).
+  # Anything to escape: jiffy writes it (Poison and Jason escape piecewise, which the
+  # protocol's strings never need).
   defp string_json(string, false), do: :jiffy.encode(string)
 
   # JSON must escape `"`, `\` and the control characters; UTF-8 passes as it is, as in
